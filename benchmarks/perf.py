@@ -1,0 +1,128 @@
+"""Throughput against the parse+encode floor, and peak memory on a generated 5 MB file (in a subprocess).
+
+Run as a module to measure memory in a fresh process::
+
+    python -m benchmarks.perf --target llmc --mb 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+from .corpus import SourceFile, get_parser, parser_language
+
+
+def floor_seconds(files: list[SourceFile]) -> dict[str, float]:
+    """Per language: one tree-sitter parse + one cl100k encode per file."""
+    from .chunkers import encoding
+
+    enc = encoding()
+    out: dict[str, float] = {}
+    for f in files:
+        parser = get_parser(parser_language(f.language, f.path))
+        data = f.text.encode("utf-8", "surrogatepass")
+        t0 = time.perf_counter()
+        parser.parse(data)
+        enc.encode(f.text, disallowed_special=())
+        out[f.language] = out.get(f.language, 0.0) + time.perf_counter() - t0
+    return out
+
+
+def synthetic_python(target_bytes: int) -> str:
+    """A deterministic Python module of about ``target_bytes``: classes, methods, docstrings, imports, long bodies."""
+    parts = ["import os\nimport re\nfrom collections import OrderedDict as _OD\n\n"]
+    size = len(parts[0])
+    i = 0
+    while size < target_bytes:
+        body = "".join(f"        v{j} = self.{['alpha', 'beta', 'gamma'][j % 3]}_{i} * {j} + len(os.sep)\n"
+                       for j in range(8 + i % 40))
+        block = (
+            f"class Service{i}(object):\n"
+            f'    """Service number {i}: holds settings and computes values."""\n\n'
+            f"    limit = {i % 97}\n\n"
+            f"    def __init__(self, alpha_{i}=1, beta_{i}=2):\n"
+            f"        self.alpha_{i} = alpha_{i}\n        self.beta_{i} = beta_{i}\n        self.gamma_{i} = {i}\n\n"
+            f"    @property\n    def total_{i}(self):\n"
+            f'        """Return the total of service {i}."""\n'
+            f"{body}"
+            f"        return v0 + self.limit\n\n"
+            f"    def match_{i}(self, text):\n"
+            f"        return re.match(r'^item{i}-(\\d+)$', text) is not None\n\n\n"
+            f"def helper_{i}(items):\n"
+            f"    table = _OD()\n    for k, v in enumerate(items):\n        table[k] = v * {i}\n    return table\n\n\n"
+        )
+        parts.append(block)
+        size += len(block)
+        i += 1
+    return "".join(parts)
+
+
+def _rss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 1e6
+
+
+def _probe(target: str, mb: float) -> dict[str, float | str | int]:
+    text = synthetic_python(int(mb * 1_000_000))
+    if target == "llmc":
+        from llmc_splitters import ASTChunker
+
+        chunker = ASTChunker(max_tokens=256)
+        chunker.chunk("def f():\n    return 1\n", language="python")  # warm-up: grammar and tokenizer loaded
+        base = _rss_mb()
+        peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+        t0 = time.perf_counter()
+        spans = chunker.chunk(text, language="python", path="big.py")
+        dt = time.perf_counter() - t0
+        n = len(spans)
+        ok = "".join(s.text for s in spans) == text
+        over = sum(s.token_count > 256 for s in spans)
+    elif target == "floor":
+        from .chunkers import encoding
+
+        enc = encoding()
+        parser = get_parser("python")
+        parser.parse(b"x = 1\n")
+        enc.encode("x = 1")
+        base = _rss_mb()
+        peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+        t0 = time.perf_counter()
+        tree = parser.parse(text.encode())
+        toks = enc.encode(text, disallowed_special=())
+        dt = time.perf_counter() - t0
+        n, ok, over = len(toks), True, 0
+        del tree
+    else:
+        msg = f"unknown target {target!r}"
+        raise ValueError(msg)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3  # Linux: KiB
+    return {"target": target, "bytes": len(text.encode()), "seconds": dt, "rss_before_mb": base,
+            "peak_rss_mb": peak, "peak_before_mb": peak_before, "peak_delta_mb": peak - base, "items": n,
+            "lossless": ok, "over_budget": over}
+
+
+def measure_memory(target: str, mb: float = 5.0, timeout: float = 900) -> dict:
+    """Run :func:`_probe` in a fresh interpreter; returns its JSON, or an ``error`` entry."""
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.perf", "--target", target, "--mb", str(mb)],
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        return {"target": target, "error": proc.stderr[-2000:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--target", default="llmc")
+    ap.add_argument("--mb", type=float, default=5.0)
+    args = ap.parse_args()
+    print(json.dumps(_probe(args.target, args.mb)))
+
+
+if __name__ == "__main__":
+    main()
