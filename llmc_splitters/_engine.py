@@ -115,6 +115,9 @@ class Engine:
         self.tok = tokenizer
         self.byte_bound = isinstance(tokenizer, TiktokenTokenizer)
         self._counts: dict[tuple[int, int], int] = {}
+        # Running density of what was counted so far, seeded with a typical value for code (~3.3 bytes/token).
+        self._seen_tokens = 3
+        self._seen_bytes = 10
         self.scopes: list[Scope] = []
         self.all_defs: list[DefInfo] = []
 
@@ -123,20 +126,34 @@ class Engine:
         return self.data[start:end].decode("utf-8", "replace")
 
     def count(self, start: int, end: int) -> int:
+        """Exact token count of ``[start, end)`` (memoized; feeds the running tokens-per-byte ratio)."""
         key = (start, end)
         n = self._counts.get(key)
         if n is None:
             n = self.tok.count(self.text(start, end))
             self._counts[key] = n
+            self._seen_tokens += n
+            self._seen_bytes += end - start
         return n
 
+    def estimate(self, start: int, end: int) -> int:
+        """Exact count when known, else bytes times this file's running tokens-per-byte ratio (no encoding)."""
+        n = self._counts.get((start, end))
+        if n is not None:
+            return n
+        return int((end - start) * self._seen_tokens / self._seen_bytes) + 1
+
     def fits(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` fits the budget; counts exactly only near the budget."""
         size = end - start
         if self.byte_bound:
             if size <= self.budget:
-                return True
+                return True  # a tiktoken token is at least one byte
             if size > self.budget * _SURELY_OVER_BYTES_PER_TOKEN:
                 return False
+        if (start, end) not in self._counts and size * self._seen_tokens > 3 * self.budget * self._seen_bytes:
+            # Three times over budget at this file's average density: over, without encoding it.
+            return False
         return self.count(start, end) <= self.budget
 
     # ----------------------------------------------------------------- definitions
@@ -348,16 +365,18 @@ class Engine:
                         tasks.extend(("unit", u) for u in self._glue(a, core_a, scope, "neutral", "whitespace"))
                     tasks.append(("unit", Unit(core_a, core_b, scope, "def", info=info)))
                     if core_b < b:
-                        tasks.append(("unit", Unit(core_b, b, scope, "glue", category="neutral", node_type="whitespace")))
+                        tasks.extend(("unit", u) for u in self._glue(core_b, b, scope, "neutral", "whitespace"))
                     continue
                 sub = Scope(kind=info.kind, name=info.qname, start=a, end=b, parent=scope, spec=spec, info=info)
                 self.scopes.append(sub)
                 lead_end = a
-                for lead in lead_nodes:
-                    nl = self.data.rfind(b"\n", lead.end_byte, first.start_byte)
-                    nxt = nl + 1 if nl >= 0 else lead.end_byte
-                    tasks.extend(("unit", u) for u in self._glue(lead_end, nxt, sub, "neutral", lead.type))
-                    lead_end = nxt
+                for m, lead in enumerate(lead_nodes):
+                    following = nodes[m + 1]
+                    nl = self.data.rfind(b"\n", lead.end_byte, following.start_byte)
+                    nxt = nl + 1 if nl >= 0 else following.start_byte
+                    if nxt > lead_end:
+                        tasks.extend(("unit", u) for u in self._glue(lead_end, nxt, sub, "neutral", lead.type))
+                        lead_end = nxt
                 tasks.append(("expand", first, lead_end, b, sub, ctx))
                 continue
             if first.type in spec.standalone_types:
@@ -429,10 +448,10 @@ class Engine:
         tasks: list[tuple[Any, ...]] = []
         c0, c1 = content.start_byte, content.end_byte
         if c0 > a:
-            tasks.append(("unit", Unit(a, c0, code_scope, "glue", category="neutral", node_type="fence")))
+            tasks.extend(("unit", u) for u in self._glue(a, c0, code_scope, "neutral", "fence"))
         tasks.append(("expand", sub_root, c0, c1, code_scope, sub_ctx))
         if b > c1:
-            tasks.append(("unit", Unit(c1, b, code_scope, "glue", category="neutral", node_type="fence")))
+            tasks.extend(("unit", u) for u in self._glue(c1, b, code_scope, "neutral", "fence"))
         # The engine keeps the sub-tree alive through the tasks; keep the tree object too.
         code_scope.meta["_tree"] = tree
         return tasks
@@ -443,7 +462,8 @@ class Engine:
         levels = fallback.TEXT_LEVELS if scope.spec.grammar is None else fallback.CODE_LEVELS
         units: list[Unit] = []
         pos = a
-        for piece, tokens, how in fallback.split_text(text, self.budget, self.tok, levels):
+        known = self._counts.get((a, b))
+        for piece, tokens, how in fallback.split_text(text, self.budget, self.tok, levels, total=known):
             size = len(piece.encode("utf-8", "surrogatepass"))
             units.append(Unit(pos, pos + size, scope, "piece", node_type=node_type, tokens=tokens, how=how))
             self._counts[(pos, pos + size)] = tokens
@@ -488,7 +508,7 @@ class Engine:
         total = 0
         budget = self.budget
         for k, u in enumerate(run):
-            t = self.count(u.start, u.end)
+            t = self.estimate(u.start, u.end)
             breaks = bool(group) and (cats[k] != cats[k - 1])
             if group and not breaks and paragraphs and self._blank_before(u.start) and total >= budget // 4:
                 breaks = True
@@ -501,7 +521,7 @@ class Engine:
                 if cut is not None:
                     groups.append(group[:cut])
                     group = group[cut:]
-                    total = sum(self.count(x.start, x.end) for x in group)
+                    total = sum(self.estimate(x.start, x.end) for x in group)
                 if group and total + t > budget:
                     breaks = True
             if breaks:
@@ -548,7 +568,7 @@ class Engine:
     def _last_blank(self, group: list[Unit], total: int) -> int | None:
         acc = total
         for k in range(len(group) - 1, 0, -1):
-            acc -= self.count(group[k].start, group[k].end)
+            acc -= self.estimate(group[k].start, group[k].end)
             if acc < self.budget // 2:
                 return None
             if self._blank_before(group[k].start):

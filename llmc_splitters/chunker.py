@@ -147,6 +147,8 @@ class _Run:
         for piece, tokens, how in fallback.split_text(self.text, self.budget, self.tok, fallback.TEXT_LEVELS):
             size = len(piece.encode("utf-8", "surrogatepass"))
             meta: dict[str, Any] = {} if how in ("whole", "paragraphs") else {"fallback": how}
+            if tokens > self.budget:
+                meta["oversize"] = True
             leaves.append(Leaf(pos, pos + size, scope, self.spec.glue_kind, None, tokens, [], meta))
             pos += size
         return leaves

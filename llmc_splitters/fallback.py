@@ -69,6 +69,7 @@ def split_text(
     tokenizer: Tokenizer,
     levels: Sequence[tuple[str, re.Pattern[str]]] = TEXT_LEVELS,
     pack: bool = True,
+    total: int | None = None,
 ) -> list[tuple[str, int, str]]:
     """Split ``text`` into ``(piece, token_count, how)`` triples of at most ``budget`` tokens.
 
@@ -79,6 +80,7 @@ def split_text(
         levels: ``(name, separator regex)`` from coarsest to finest; the token cut follows the last level.
         pack: Merge adjacent pieces while they fit (``False`` keeps one piece per separator-delimited segment
             whenever it fits).
+        total: ``tokenizer.count(text)`` when the caller already knows it.
 
     Returns:
         Pieces that join back to ``text``; ``how`` names the level that produced each piece (``"tokens"`` for the
@@ -86,7 +88,7 @@ def split_text(
     """
     if not text:
         return []
-    n = tokenizer.count(text)
+    n = tokenizer.count(text) if total is None else total
     if n <= budget:
         return [(text, n, "whole")]
     if not levels:
