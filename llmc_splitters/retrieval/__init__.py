@@ -1,0 +1,54 @@
+"""Framework-free retrieval core: a hierarchical span index in Chroma, hybrid search, budgeted parent context.
+
+Only light modules are imported here; ``bm25s``, ``chromadb`` and ``sentence_transformers`` load on first use.
+
+Example:
+    >>> from llmc_splitters.retrieval import CodeRetriever
+    >>> r = CodeRetriever(k=2, max_context_tokens=200)              # lexical only, in-memory Chroma
+    >>> _ = r.index_texts({"m.py": "import os\\n\\ndef home():\\n    return os.environ['HOME']\\n"})
+    >>> print(r.retrieve("home directory").context)
+    # m.py:1-1
+    import os
+    # m.py:3-4
+    def home():
+        return os.environ['HOME']
+    <BLANKLINE>
+"""
+
+from __future__ import annotations
+
+from .embeddings import BoundedView, Embedding, HashingEmbedding, MiniLMEmbedding, bounded_view
+from .expand import Expansion, HitContext, Piece, Scope, Snippet, expand
+from .fuse import reciprocal_rank_fusion
+from .index import CodeIndex, FileSummaryInput, Hit, IndexReport, SearchResult
+from .lexical import BM25Index, code_terms, split_identifier
+from .retriever import CodeRetriever, Result
+from .store import ChromaStore, Record, StoreError
+
+__all__ = [
+    "BM25Index",
+    "BoundedView",
+    "ChromaStore",
+    "CodeIndex",
+    "CodeRetriever",
+    "Embedding",
+    "Expansion",
+    "FileSummaryInput",
+    "HashingEmbedding",
+    "Hit",
+    "HitContext",
+    "IndexReport",
+    "MiniLMEmbedding",
+    "Piece",
+    "Record",
+    "Result",
+    "Scope",
+    "SearchResult",
+    "Snippet",
+    "StoreError",
+    "bounded_view",
+    "code_terms",
+    "expand",
+    "reciprocal_rank_fusion",
+    "split_identifier",
+]

@@ -1,0 +1,210 @@
+"""The parent-context retriever: search the hierarchical index, then expand hits into a budgeted context.
+
+:class:`CodeRetriever` is the framework-free entry point; the LangChain and LlamaIndex retrievers wrap it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigurationError
+from ..tokens import resolve_tokenizer
+from .embeddings import Embedding
+from .expand import DEFAULT_MARKER, Piece, Snippet, expand
+from .index import DEFAULT_INCLUDE, CodeIndex, FileSummaryInput, Hit, IndexReport, SearchResult
+from .store import ChromaStore
+
+__all__ = ["CodeRetriever", "Result"]
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """The answer to one :meth:`CodeRetriever.retrieve` call.
+
+    Attributes:
+        query: The query.
+        pieces: Context pieces in render order (files by best hit, file order within a file); each has a path, a
+            1-based inclusive line range, its text and its kind (``hit``, ``scope``, ``header``, ``import``,
+            ``skeleton``).
+        context: The rendered context: each piece preceded by a ``# path:start-end`` marker.
+        token_count: Tokens in ``context``; never more than ``max_context_tokens``.
+        max_context_tokens: The budget it was built for.
+        hits: The search hits (best first) the context was built from.
+        confidence: The query's confidence in [0, 1] (see :meth:`CodeIndex.search`).
+        dropped: Candidates left out for lack of budget, as ``(hit rank, kind)``.
+    """
+
+    query: str
+    pieces: tuple[Piece, ...]
+    context: str
+    token_count: int
+    max_context_tokens: int
+    hits: tuple[Hit, ...]
+    confidence: float
+    dropped: tuple[tuple[int, str], ...] = ()
+
+
+class CodeRetriever:
+    """Index source code and retrieve hits expanded with their class skeleton and the imports they use.
+
+    The index lives in Chroma: an embedded store at ``path``, a server at ``host``/``port``, a ready ``client``, a
+    :class:`ChromaStore`, or (with none of these) memory. ``embedding=None`` gives a lexical-only (BM25) retriever
+    that needs no model; with an :class:`~llmc_splitters.retrieval.embeddings.Embedding` (for example
+    :class:`~llmc_splitters.retrieval.embeddings.MiniLMEmbedding`) search is hybrid.
+
+    Args:
+        path: Directory of an embedded Chroma store.
+        host: Chroma server host.
+        port: Chroma server port.
+        client: A ready Chroma client.
+        store: A ready :class:`ChromaStore` (or give ``index=``).
+        index: A ready :class:`CodeIndex` to retrieve from.
+        collection: Chroma collection name.
+        embedding: Embedding model, or ``None`` for lexical only.
+        chunker: Custom chunker (``chunk_tree``); default ``ASTChunker(max_tokens, tokenizer)``.
+        max_tokens: Leaf size of the default chunker.
+        tokenizer: Token counter spec, used for the chunker and for ``max_context_tokens``.
+        k: Default number of hits to expand.
+        max_context_tokens: Default budget of the rendered context.
+        multi_stage: Default search mode (summaries first, then leaves).
+        summarizer: Optional ``summarizer(FileSummaryInput) -> str`` added to file summaries.
+        marker: Marker line template (``{path}``, ``{start}``, ``{end}``).
+
+    Raises:
+        ConfigurationError: A setting is invalid.
+
+    Example:
+        >>> r = CodeRetriever(path=".llmc/index", k=4, max_context_tokens=2048)      # doctest: +SKIP
+        >>> r.index_directory("src")                                                  # doctest: +SKIP
+        >>> result = r.retrieve("how are retries configured")                         # doctest: +SKIP
+        >>> print(result.context)                                                     # doctest: +SKIP
+        # client.py:1-3
+        import time
+        ...
+    """
+
+    def __init__(
+        self,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        host: str | None = None,
+        port: int | None = None,
+        client: Any = None,
+        store: ChromaStore | None = None,
+        index: CodeIndex | None = None,
+        collection: str = "llmc_spans",
+        embedding: Embedding | None = None,
+        chunker: Any = None,
+        max_tokens: int = 512,
+        tokenizer: Any = None,
+        k: int = 4,
+        max_context_tokens: int = 2048,
+        multi_stage: bool = False,
+        summarizer: Callable[[FileSummaryInput], str] | None = None,
+        marker: str = DEFAULT_MARKER,
+    ) -> None:
+        if k <= 0:
+            msg = f"k must be > 0, got {k}"
+            raise ConfigurationError(msg)
+        if max_context_tokens <= 0:
+            msg = f"max_context_tokens must be > 0, got {max_context_tokens}"
+            raise ConfigurationError(msg)
+        if index is not None and any(x is not None for x in (path, host, client, store, embedding, chunker)):
+            msg = "index= already holds its store, embedding and chunker; do not also pass path/host/client/store/embedding/chunker"
+            raise ConfigurationError(msg)
+        if index is None:
+            if store is None:
+                store = ChromaStore(
+                    str(path) if path is not None else None, host=host, port=port, client=client, collection=collection
+                )
+            index = CodeIndex(
+                store, embedding=embedding, chunker=chunker, max_tokens=max_tokens, tokenizer=tokenizer,
+                summarizer=summarizer,
+            )
+        self.index = index
+        self.tokenizer = resolve_tokenizer(tokenizer)
+        self.k = k
+        self.max_context_tokens = max_context_tokens
+        self.multi_stage = multi_stage
+        self.marker = marker
+
+    def __repr__(self) -> str:
+        return f"CodeRetriever({self.index!r}, k={self.k}, max_context_tokens={self.max_context_tokens})"
+
+    # ------------------------------------------------------------------------------------------------- indexing
+
+    def index_files(self, paths: Iterable[str | os.PathLike[str]], *, root: str | os.PathLike[str] | None = None) -> IndexReport:
+        """Index files from disk; see :meth:`CodeIndex.index_files`."""
+        return self.index.index_files(paths, root=root)
+
+    def index_directory(
+        self, root: str | os.PathLike[str], *, include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
+        prune: bool = True,
+    ) -> IndexReport:
+        """Index a directory tree incrementally; see :meth:`CodeIndex.index_directory`."""
+        return self.index.index_directory(root, include=include, exclude=exclude, prune=prune)
+
+    def index_texts(self, files: Mapping[str, str], *, prune: bool = False) -> IndexReport:
+        """Index in-memory ``{path: text}``; see :meth:`CodeIndex.index_texts`."""
+        return self.index.index_texts(files, prune=prune)
+
+    def remove(self, path: str) -> None:
+        """Remove one file from the index."""
+        self.index.remove(path)
+
+    # ------------------------------------------------------------------------------------------------- querying
+
+    def search(self, query: str, k: int | None = None, *, multi_stage: bool | None = None) -> SearchResult:
+        """Ranked leaf hits with scores and a confidence; see :meth:`CodeIndex.search`."""
+        return self.index.search(query, k or self.k, multi_stage=self.multi_stage if multi_stage is None else multi_stage)
+
+    def get_symbol(self, name: str, path: str | None = None) -> list[Snippet]:
+        """Exact slices of a qualified symbol, no search; see :meth:`CodeIndex.get_symbol`."""
+        return self.index.get_symbol(name, path)
+
+    def get_lines(self, path: str, start_line: int, end_line: int | None = None) -> Snippet:
+        """Exact lines of an indexed file; see :meth:`CodeIndex.get_lines`."""
+        return self.index.get_lines(path, start_line, end_line)
+
+    def retrieve(
+        self,
+        query: str,
+        k: int | None = None,
+        max_context_tokens: int | None = None,
+        *,
+        multi_stage: bool | None = None,
+        expand_context: bool = True,
+    ) -> Result:
+        """Search, then expand the ``k`` best hits into a context of at most ``max_context_tokens`` tokens.
+
+        Each hit comes first (all hits before any context), then, hit by hit in rank order, the header lines of its
+        enclosing scopes, the imports and module-level names it uses, and its smallest enclosing scope whole if
+        it fits, else the skeleton of its class. Pieces of one file are merged and deduplicated; what does not fit
+        is dropped, least relevant first (see :mod:`llmc_splitters.retrieval.expand`).
+
+        Args:
+            query: The question, identifiers or code.
+            k: Number of hits (default: the retriever's ``k``).
+            max_context_tokens: Budget (default: the retriever's), counted with its tokenizer on the rendered
+                context, markers included.
+            multi_stage: Override the search mode.
+            expand_context: ``False`` returns the hits only (still within the budget).
+
+        Returns:
+            A :class:`Result`.
+        """
+        budget = self.max_context_tokens if max_context_tokens is None else max_context_tokens
+        if budget <= 0:
+            msg = f"max_context_tokens must be > 0, got {budget}"
+            raise ConfigurationError(msg)
+        found = self.search(query, k, multi_stage=multi_stage)
+        contexts = [self.index.hit_context(h.span, h.score) for h in found.hits]
+        exp = expand(
+            contexts, budget, self.tokenizer.count, cut=self.tokenizer.cut, marker=self.marker,
+            include_scopes=expand_context, include_imports=expand_context,
+        )
+        return Result(query, exp.pieces, exp.context, exp.token_count, budget, found.hits, found.confidence,
+                      exp.dropped)

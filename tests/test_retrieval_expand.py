@@ -1,0 +1,124 @@
+"""Budgeted expansion of hits: pure, checked with a word counter and exact expected renders."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmc_splitters.errors import ConfigurationError
+from llmc_splitters.retrieval.expand import HitContext, Scope, Snippet, expand
+
+SRC = (
+    "import os\n"            # 1
+    "import sys\n"           # 2
+    "LIMIT = 3\n"            # 3
+    "\n"                     # 4
+    "class Client(Base):\n"  # 5
+    "    k = 1\n"            # 6
+    "    def send(self):\n"  # 7
+    "        return os.sep\n"  # 8
+    "    def recv(self):\n"  # 9
+    "        return LIMIT + sum(range(10)) * 2 if os.sep else None  # a long line that makes the class big\n"  # 10
+)
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def snip(start_line: int, end_line: int, path: str = "m.py", src: str = SRC, span_id: str | None = None) -> Snippet:
+    lines = src.splitlines(keepends=True)
+    start = sum(len(x.encode()) for x in lines[: start_line - 1])
+    text = "".join(lines[start_line - 1 : end_line])
+    return Snippet(path, start, start + len(text.encode()), start_line, end_line, text, span_id)
+
+
+SKELETON = "class Client(Base):\n    k = 1\n    def send(self): ...\n    def recv(self): ...\n"
+CLIENT = Scope(snip(5, 10), "class", header=snip(5, 5), skeleton=SKELETON)
+
+
+def send_hit(**kw) -> HitContext:
+    return HitContext(snip(7, 8, span_id="send"), 1.0, (CLIENT,), (snip(1, 1),), **kw)
+
+
+def test_whole_scope_when_it_fits() -> None:
+    exp = expand([send_hit()], 100, words)
+    assert exp.context == "# m.py:1-1\nimport os\n# m.py:5-10\n" + "".join(SRC.splitlines(keepends=True)[4:10])
+    assert [(p.kind, p.start_line, p.end_line) for p in exp.pieces] == [("import", 1, 1), ("hit", 5, 10)]
+    assert exp.token_count == words(exp.context) <= 100
+
+
+def test_skeleton_when_scope_does_not_fit() -> None:
+    # Whole: import 4 + scope 33 words. Skeleton: import 4 + skeleton 14 + hit 7.
+    exp = expand([send_hit()], 30, words)
+    kinds = [(p.kind, p.start_line, p.end_line) for p in exp.pieces]
+    assert kinds == [("import", 1, 1), ("skeleton", 5, 10), ("hit", 7, 8)]
+    assert "# m.py:5-10 (skeleton)\nclass Client(Base):" in exp.context
+    assert exp.token_count <= 30
+
+
+def test_header_when_skeleton_does_not_fit() -> None:
+    exp = expand([send_hit()], 16, words)
+    assert [(p.kind, p.start_line) for p in exp.pieces] == [("import", 1), ("header", 5), ("hit", 7)]
+    assert exp.token_count <= 16
+
+
+def test_budget_too_small_for_context_keeps_the_hit() -> None:
+    exp = expand([send_hit()], 8, words)
+    assert [(p.kind, p.start_line, p.end_line) for p in exp.pieces] == [("hit", 7, 8)]
+    assert exp.context == "# m.py:7-8\n    def send(self):\n        return os.sep\n"
+
+
+def test_budget_too_small_for_the_hit_truncates_it() -> None:
+    exp = expand([send_hit()], 5, words)
+    (piece,) = exp.pieces
+    assert piece.truncated and piece.kind == "hit"
+    assert exp.context == "# m.py:7-7 (truncated)\n    def send(self):\n"
+    assert exp.token_count <= 5
+    assert expand([send_hit()], 1, words).pieces == ()
+
+
+def test_never_over_budget_for_any_budget() -> None:
+    hits = [send_hit(), HitContext(snip(9, 10), 0.5, (CLIENT,), (snip(3, 3),))]
+    for budget in range(1, 80):
+        exp = expand(hits, budget, words)
+        assert words(exp.context) == exp.token_count <= budget
+        if budget >= 8:  # the best hit always survives once it fits alone
+            assert any(p.start_line <= 7 and p.end_line >= 8 for p in exp.pieces)
+
+
+def test_adjacent_pieces_join_and_nested_ones_dedupe() -> None:
+    a = HitContext(snip(7, 8, span_id="send"), 1.0, (), (snip(1, 1), snip(2, 2), snip(1, 1)))
+    b = HitContext(snip(9, 10, span_id="recv"), 0.9, (), (snip(3, 3),))
+    nested = HitContext(snip(8, 8), 0.8)
+    exp = expand([a, b, nested], 100, words)
+    assert [(p.start_line, p.end_line) for p in exp.pieces] == [(1, 3), (7, 10)]
+    assert exp.pieces[1].kind == "hit" and exp.pieces[1].span_ids == ("send", "recv")
+    assert exp.context.count("import os") == 1
+
+
+def test_files_ordered_by_best_hit_and_lines_within() -> None:
+    other = "def f():\n    pass\n"
+    hits = [
+        HitContext(snip(9, 10), 1.0, (), (snip(3, 3),)),
+        HitContext(snip(1, 2, path="b.py", src=other), 0.5),
+        HitContext(snip(7, 8), 0.4),
+    ]
+    exp = expand(hits, 200, words)
+    assert [(p.path, p.start_line) for p in exp.pieces] == [("m.py", 3), ("m.py", 7), ("b.py", 1)]
+
+
+def test_least_relevant_hit_dropped_first() -> None:
+    big = HitContext(snip(5, 10), 0.3)
+    exp = expand([send_hit(), big], 12, words)
+    assert [(p.kind, p.start_line) for p in exp.pieces] == [("header", 5), ("hit", 7)]
+    assert (1, "hit") in exp.dropped
+
+
+def test_no_expansion_flags() -> None:
+    exp = expand([send_hit()], 100, words, include_scopes=False, include_imports=False)
+    assert [p.kind for p in exp.pieces] == ["hit"]
+
+
+def test_bad_budget() -> None:
+    with pytest.raises(ConfigurationError, match="max_context_tokens"):
+        expand([send_hit()], 0, words)
