@@ -81,7 +81,7 @@ class Unit:
     tokens: int = -1
     how: str | None = None  # fallback level that produced a piece
     leading: tuple[Any, ...] = ()  # comments/decorators attached above a definition
-    language: str | None = None  # embedded language (a fence's code), when it differs from the scope's
+    node: Any = None  # the syntax node of a single-node glue unit
 
 
 @dataclass(slots=True)
@@ -390,7 +390,7 @@ class Engine:
                 continue
             if self.fits(a, b):
                 tasks.append(("unit", Unit(a, b, scope, "glue", category=self._category(first, ctx),
-                                           node_type=first.type)))
+                                           node_type=first.type, node=first)))
             elif first.child_count:
                 tasks.append(("expand", first, a, b, scope, ctx))
             else:
@@ -413,8 +413,9 @@ class Engine:
             return "neutral"
         return "other"
 
-    def _inject(self, node: Any, inj: Any, a: int, b: int, scope: Scope) -> list[tuple[Any, ...]]:
-        """Chunk an over-budget embedded block (a long fence, a ``<script>``) as code of its own language."""
+    def parse_injection(self, node: Any, inj: Any) -> tuple[LanguageSpec, Any, Any, Context] | None:
+        """Parse the embedded code of ``node`` (a fence, a ``<script>``) in place, through tree-sitter's included
+        ranges, so that its nodes carry the file's own offsets. ``None`` when the language is unknown."""
         content = next((c for c in node.children if c.type == inj.content_type), None)
         language = inj.language
         if language is None and inj.language_child is not None:
@@ -422,14 +423,14 @@ class Engine:
             if info_node is not None:
                 words = self.text(info_node.start_byte, info_node.end_byte).strip().strip("{}.").split()
                 language = words[0] if words else None
-        sub_spec = None
-        if content is not None and language:
-            try:
-                sub_spec = get_spec(normalize_language(language))
-            except Exception:  # noqa: BLE001 - an unknown fence language is chunked as plain lines
-                sub_spec = None
-        if sub_spec is None or sub_spec.grammar is None or content is None:
-            return [("unit", u) for u in self._pieces(a, b, scope, "code")]
+        if content is None or not language or content.end_byte <= content.start_byte:
+            return None
+        try:
+            sub_spec = get_spec(normalize_language(language))
+        except Exception:  # noqa: BLE001 - an unknown fence language is handled as plain lines
+            return None
+        if sub_spec.grammar is None:
+            return None
         import tree_sitter
 
         parser = get_parser(sub_spec.grammar)
@@ -440,20 +441,24 @@ class Engine:
             tree = parser.parse(self.data)
         finally:
             parser.included_ranges = []
-        sub_root = tree.root_node
-        sub_ctx = self.context_for(sub_spec, sub_root)
+        return sub_spec, content, tree, self.context_for(sub_spec, tree.root_node)
+
+    def _inject(self, node: Any, inj: Any, a: int, b: int, scope: Scope) -> list[tuple[Any, ...]]:
+        """Chunk an over-budget embedded block (a long fence, a ``<script>``) as code of its own language."""
+        parsed = self.parse_injection(node, inj)
+        if parsed is None:
+            return [("unit", u) for u in self._pieces(a, b, scope, "code")]
+        sub_spec, content, tree, sub_ctx = parsed
         code_scope = Scope(kind="code", name=scope.name, start=a, end=b, parent=scope, spec=sub_spec,
-                           meta={"code_language": sub_spec.name})
+                           meta={"code_language": sub_spec.name, "_tree": tree})
         self.scopes.append(code_scope)
         tasks: list[tuple[Any, ...]] = []
         c0, c1 = content.start_byte, content.end_byte
         if c0 > a:
             tasks.extend(("unit", u) for u in self._glue(a, c0, code_scope, "neutral", "fence"))
-        tasks.append(("expand", sub_root, c0, c1, code_scope, sub_ctx))
+        tasks.append(("expand", tree.root_node, c0, c1, code_scope, sub_ctx))
         if b > c1:
             tasks.extend(("unit", u) for u in self._glue(c1, b, code_scope, "neutral", "fence"))
-        # The engine keeps the sub-tree alive through the tasks; keep the tree object too.
-        code_scope.meta["_tree"] = tree
         return tasks
 
     def _pieces(self, a: int, b: int, scope: Scope, node_type: str) -> list[Unit]:
@@ -491,7 +496,25 @@ class Engine:
                 tokens = self.count(start, end)
                 leaves.append(Leaf(start, end, u.scope, "", None, tokens, group, {}))
             i = j
-        return leaves
+        return self._absorb_blank(leaves)
+
+    def _absorb_blank(self, leaves: list[Leaf]) -> list[Leaf]:
+        """A leaf of nothing but whitespace joins the leaf before it (same scope, if it still fits)."""
+        out: list[Leaf] = []
+        for leaf in leaves:
+            prev = out[-1] if out else None
+            if (
+                prev is not None
+                and prev.scope is leaf.scope
+                and not self.data[leaf.start : leaf.end].strip()
+                and self.count(prev.start, leaf.end) <= self.budget
+            ):
+                prev.end = leaf.end
+                prev.tokens = self.count(prev.start, leaf.end)
+                prev.units = [*prev.units, *leaf.units]
+                continue
+            out.append(leaf)
+        return out
 
     def _pack(self, run: list[Unit]) -> list[list[Unit]]:
         # Neutral units (comments, docstrings) take the category of the next statement.

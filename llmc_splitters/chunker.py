@@ -178,13 +178,15 @@ class _Run:
                     leaf.kind = "imports"
                 elif cats == {"neutral"} and types <= spec.comment_types:
                     leaf.kind = "comment"
+                elif len(leaf.units) == 1 and first.node_type in spec.injections and self._label_embedded(leaf):
+                    pass
                 elif len(leaf.units) == 1 and first.node_type in spec.glue_kinds:
                     leaf.kind = spec.glue_kinds[first.node_type]  # type: ignore[index]
                 elif scope.info is not None and leaf.start == scope.start:
                     leaf.kind = scope.kind
                 else:
                     leaf.kind = _piece_kind(scope, spec)
-                if scope.name is not None:
+                if leaf.name is None and scope.name is not None:
                     leaf.name = scope.name
             if scope.info is not None or scope.kind == "code":
                 parts[id(scope)] = parts.get(id(scope), 0) + 1
@@ -195,6 +197,23 @@ class _Run:
             if scope.kind == "code":
                 leaf.meta["code_language"] = scope.meta.get("code_language")
             self._context(leaf)
+
+    def _label_embedded(self, leaf: Leaf) -> bool:
+        """A whole fence or ``<script>``: record its language, and name it after its definition if it has one."""
+        unit = leaf.units[0]
+        spec = leaf.scope.spec
+        parsed = self.engine.parse_injection(unit.node, spec.injections[unit.node_type])  # type: ignore[index]
+        if parsed is None:
+            return False
+        sub_spec, content, _tree, ctx = parsed
+        leaf.kind = spec.glue_kinds.get(unit.node_type or "", "code")
+        leaf.meta["code_language"] = sub_spec.name
+        tops = {id(i): i for i in ctx.defs.values() if "." not in i.qname and i.qname == i.name}
+        if len(tops) == 1:
+            info = next(iter(tops.values()))
+            leaf.kind, leaf.name = info.kind, info.qname
+            leaf.meta.update(self._def_meta(info))
+        return True
 
     def _def_meta(self, info: Any) -> dict[str, Any]:
         meta: dict[str, Any] = {}

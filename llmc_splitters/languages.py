@@ -117,6 +117,8 @@ SPECS: dict[str, LanguageSpec] = {
             "pipe_table": "table",
             "html_block": "html",
             "list": "list",
+            "minus_metadata": "front_matter",
+            "plus_metadata": "front_matter",
         },
         standalone_types=frozenset({"minus_metadata", "plus_metadata"}),
         injections={"fenced_code_block": Injection("code_fence_content", language_child="info_string")},
