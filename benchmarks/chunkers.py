@@ -352,37 +352,33 @@ def header_for(path: str, language: str, metadata: dict, max_tokens: int) -> str
 
 
 def make_ours_header(budget: int, reserve: int) -> ChunkerSpec:
-    """Our chunks with a context header; the chunker gets ``budget - reserve`` tokens so header + chunk fits."""
-    render = _header_helper()
+    """Our chunks with the library's context header (``llmc_splitters.headers.with_header``) within ``budget``.
+
+    The chunker gets ``budget - reserve`` tokens, so every span has room for at least ``reserve`` header tokens;
+    the header (path > breadcrumb, then enclosing signatures) is fitted so header + span <= ``budget``. Where the
+    library has no header helper, :func:`header_for` builds the same header here.
+    """
     chunker = _ours(budget - reserve)
+    try:
+        from llmc_splitters.headers import with_header
+    except ImportError:
+        with_header = None
 
     def fn(f: SourceFile) -> list[RawChunk]:
         out = []
         for s in chunker.chunk(f.text, language=f.language, path=f.path):
-            header = render(s, f, reserve) if render else header_for(f.path, f.language, s.metadata, reserve)
+            if with_header is not None:
+                full = with_header(s, budget, chunker.tokenizer)
+                header = full[: len(full) - len(s.text)]
+            else:
+                header = header_for(f.path, f.language, s.metadata, reserve)
             out.append(RawChunk(s.text, s.start_char, s.end_char, header))
         return out
 
+    src = "llmc_splitters.headers.with_header" if with_header is not None else "a local header builder"
     return ChunkerSpec("llmc ASTChunker + header", fn, kind="ours",
-                       note=f"ASTChunker(max_tokens={budget - reserve}) + a context header of at most {reserve} "
-                            f"tokens (path > breadcrumb, enclosing signatures) counted in the chunk")
-
-
-def _header_helper():  # noqa: ANN202
-    """The library's own header renderer, when it has one (``render_header(span, max_tokens=...)``)."""
-    try:
-        from llmc_splitters import render_header  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-
-    def render(span, f: SourceFile, reserve: int) -> str:  # noqa: ANN001
-        try:
-            h = render_header(span, max_tokens=reserve)
-        except TypeError:
-            h = render_header(span)
-        return h if count_tokens(h) <= reserve else header_for(f.path, f.language, span.metadata, reserve)
-
-    return render
+                       note=f"ASTChunker(max_tokens={budget - reserve}) + context header via {src} "
+                            f"(path > breadcrumb, enclosing signatures), header + chunk <= {budget} tokens")
 
 
 def nws_per_token(files: list[SourceFile]) -> dict[str, float]:

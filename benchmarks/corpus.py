@@ -752,7 +752,7 @@ def extract_queries(package: str, language: str, path: str, text: str, max_queri
 
 @dataclass(frozen=True)
 class CorpusConfig:
-    max_bytes_per_package: int = 64_000
+    max_bytes_per_package: int = 48_000
     max_queries_per_package: int = 40
     max_queries_per_file: int = 6
     splits: tuple[str, ...] = ("tune", "heldout")

@@ -134,13 +134,16 @@ def fill(ranked: Iterable[tuple[object, int]], budget: int) -> list[object]:
 # --------------------------------------------------------------------------------------------------------------
 
 
+def cuts_line(text: str, pos: int) -> bool:
+    """Whether a cut at ``pos`` splits a line: code on that line both before and after ``pos``."""
+    ls = text.rfind("\n", 0, pos) + 1
+    le = text.find("\n", pos)
+    return bool(text[ls:pos].strip()) and bool(text[pos: len(text) if le == -1 else le].strip())
+
+
 def boundary_inside_line(text: str, start: int, end: int) -> tuple[bool, bool]:
-    """Whether a chunk's start / end cuts a line: non-whitespace text on the same line before start / after end."""
-    ls = text.rfind("\n", 0, start) + 1
-    before = text[ls:start]
-    le = text.find("\n", end)
-    after = text[end: len(text) if le == -1 else le]
-    return bool(before.strip()), bool(after.strip())
+    """Whether a chunk's start / end cuts a line (see :func:`cuts_line`)."""
+    return cuts_line(text, start), cuts_line(text, end)
 
 
 def chunk_stats(files: list[SourceFile], chunks_by_file: list[list], budget: int) -> dict[str, float]:

@@ -1,0 +1,291 @@
+"""The benchmark code: metric functions on hand-made examples, query extraction, and an end-to-end run on a tiny
+corpus written to tmp_path (no network, no model, no timed asserts)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+pytest.importorskip("bm25s")
+pytest.importorskip("tree_sitter_language_pack")
+
+from benchmarks import metrics as M  # noqa: E402
+from benchmarks.chunkers import Chunk, RawChunk, _NwsIndex, count_tokens, finish, fixed_windows, locate  # noqa: E402
+from benchmarks.corpus import CorpusConfig, Query, SourceFile, corpus_from_dir, extract_queries  # noqa: E402
+
+SRC = textwrap.dedent("""\
+    import os
+    from x import y as z
+
+    class A:
+        def m(self):
+            return os.sep + z
+""")
+
+
+def _query(**kw) -> Query:
+    f = SourceFile("p", "python", "m.py", SRC)
+    start = SRC.index("    def m")
+    end = SRC.index("+ z") + 3
+    base = dict(qid="q", package="p", language="python", path="m.py", text="q", name="A.m", gold_start=start,
+                gold_end=end, start_line=5, end_line=6, is_method=True, class_line=4, import_lines=[1, 2])
+    base.update(kw)
+    return f, Query(**base)
+
+
+def _lines(f: SourceFile, a: int, b: int, tokens: int = 10) -> M.Piece:
+    return M.Piece(f.path, f.line_range(a)[0], f.line_range(b)[1], tokens)
+
+
+def test_full_hit_and_line_recall() -> None:
+    f, q = _query()
+    assert M.full_hit(f, q, [_lines(f, 5, 6)])
+    assert M.line_recall(f, q, [_lines(f, 5, 6)]) == 1.0
+    assert not M.full_hit(f, q, [_lines(f, 5, 5)])
+    assert M.line_recall(f, q, [_lines(f, 5, 5)]) == 0.5
+    assert M.line_recall(f, q, []) == 0.0
+    # Two pieces that together hold the function are a full hit; a piece of another file counts for nothing.
+    assert M.full_hit(f, q, [_lines(f, 6, 6), _lines(f, 4, 5)])
+    assert not M.full_hit(f, q, [M.Piece("other.py", 0, len(SRC), 5)])
+
+
+def test_whitespace_is_not_needed() -> None:
+    f, q = _query()
+    # A chunk that strips the method's indentation still holds every non-whitespace char of it.
+    start = SRC.index("def m")
+    assert M.full_hit(f, q, [M.Piece("m.py", start, len(SRC), 10)])
+    # Missing one visible char is a miss.
+    assert not M.full_hit(f, q, [M.Piece("m.py", start + 1, len(SRC), 10)])
+
+
+def test_precision() -> None:
+    f, q = _query()
+    gold = count_tokens(SRC[q.gold_start:q.gold_end])
+    exact = M.Piece("m.py", q.gold_start, q.gold_end, gold)
+    assert M.precision(f, q, [exact], count_tokens) == 1.0
+    assert M.precision(f, q, [exact, M.Piece("m.py", 0, 10, 30)], count_tokens) == pytest.approx(gold / (gold + 30))
+    # Gold tokens are counted once even when two pieces overlap on them.
+    assert M.precision(f, q, [exact, exact], count_tokens) == pytest.approx(0.5)
+    assert M.precision(f, q, [], count_tokens) == 0.0
+
+
+def test_completeness() -> None:
+    f, q = _query()
+    assert M.completeness(f, q, [_lines(f, 5, 6)]) is False  # no class header, no imports
+    assert M.completeness(f, q, [_lines(f, 4, 6)]) is False  # no imports
+    assert M.completeness(f, q, [_lines(f, 1, 2), _lines(f, 4, 6)]) is True
+    assert M.completeness(f, q, [_lines(f, 1, 1), _lines(f, 4, 6)]) is False  # `z` binding line missing
+    assert M.completeness(f, q, [_lines(f, 1, 2), _lines(f, 4, 5)]) is False  # function not whole
+    _, free = _query(is_method=False, class_line=None, import_lines=[])
+    assert M.completeness(f, free, [_lines(f, 5, 6)]) is None  # needs no context: not counted
+
+
+def test_fill_skips_what_does_not_fit() -> None:
+    assert M.fill([("a", 600), ("b", 500), ("c", 400), ("d", 100)], 1024) == ["a", "c"]
+    assert M.fill([("a", 2000), ("b", 10)], 512) == ["b"]
+
+
+def test_chunk_stats_lossless_and_boundaries() -> None:
+    f = SourceFile("p", "python", "m.py", SRC)
+    cut = SRC.index("class")
+    tiles = [Chunk("m.py", 0, cut, SRC[:cut], 20), Chunk("m.py", cut, len(SRC), SRC[cut:], 300)]
+    st = M.chunk_stats([f], [tiles], budget=256)
+    assert st["lossless_files"] == 1.0 and st["nws_coverage"] == 1.0
+    assert st["over_budget"] == 0.5 and st["max_tokens"] == 300
+    assert st["boundary_inside_line"] == 0.0
+    mid = SRC.index("sep")
+    halves = [Chunk("m.py", 0, mid, SRC[:mid], 5), Chunk("m.py", mid, len(SRC) - 4, SRC[mid:-4], 5)]
+    st = M.chunk_stats([f], [halves], budget=256)
+    assert st["lossless_files"] == 0.0 and 0 < st["nws_coverage"] < 1.0
+    assert st["boundary_inside_line"] == 1.0  # the cuts at "sep" and before "+ z" both split a line
+
+
+def test_locate_and_fixed_windows() -> None:
+    f = SourceFile("p", "python", "m.py", SRC)
+    idx = _NwsIndex(SRC)
+    start, end, _ = locate(idx, "def m(self):\n        return os.sep + z", 0)
+    assert SRC[start:end] == "def m(self):\n        return os.sep + z"
+    chunks = finish(f, [RawChunk("class A:\n    def m(self):"), RawChunk("return os.sep + z\n")])
+    assert [c.start >= 0 for c in chunks] == [True, True]
+    assert chunks[0].verbatim and chunks[1].verbatim
+    wins = fixed_windows(SRC * 20, 64, 0.0)
+    assert "".join(w.body for w in wins) == SRC * 20
+    assert all(count_tokens(w.body) <= 66 for w in wins)
+    over = fixed_windows(SRC * 20, 64, 0.15)
+    assert len(over) > len(wins)
+
+
+def test_extract_python_query_removes_docstring() -> None:
+    src = textwrap.dedent('''\
+        import json
+
+
+        @decorator
+        def load(path):
+            """Load a JSON document from disk. More text follows.
+
+            Args:
+                path: where.
+            """
+            with open(path) as fh:
+                return json.load(fh)
+    ''')
+    new, qs = extract_queries("p", "python", "m.py", src)
+    assert len(qs) == 1
+    q = qs[0]
+    assert q.text == "Load a JSON document from disk."
+    assert '"""' not in new
+    assert new[q.gold_start:q.gold_end].startswith("@decorator\ndef load(path):")
+    assert new[q.gold_start:q.gold_end].endswith("return json.load(fh)")
+    assert (q.start_line, q.end_line) == (4, 7)
+    assert q.import_lines == [1] and not q.is_method
+    compile(new, "m.py", "exec")
+
+
+def test_extract_js_ts_bash_queries() -> None:
+    js = textwrap.dedent("""\
+        import { a } from './a';
+
+        class Box {
+          /**
+           * Opens the box with the given key.
+           * @param {string} key
+           */
+          open(key) {
+            const x = a(key);
+            return x;
+          }
+        }
+    """)
+    new, qs = extract_queries("p", "javascript", "box.js", js)
+    assert [q.text for q in qs] == ["Opens the box with the given key."]
+    q = qs[0]
+    assert "/**" not in new and q.is_method and q.class_line == 3 and q.import_lines == [1]
+    assert new[q.gold_start:q.gold_end].startswith("open(key)")
+
+    ts = "/**\n * Adds two numbers together.\n */\nexport function add(a: number, b: number): number {\n" \
+         "  const c = a + b;\n  return c;\n}\n"
+    new, qs = extract_queries("p", "typescript", "add.ts", ts)
+    assert [q.text for q in qs] == ["Adds two numbers together."]
+    assert new.startswith("export function add")
+
+    sh = "#!/bin/bash\n\n# Print a greeting to the user.\n# Second line.\ngreet() {\n  local n=$1\n  echo hi $n\n}\n"
+    new, qs = extract_queries("p", "bash", "g.sh", sh)
+    assert [q.text for q in qs] == ["Print a greeting to the user."]
+    assert "# Print" not in new and new[qs[0].gold_start:qs[0].gold_end].startswith("greet() {")
+
+
+def _write_tiny_corpus(root) -> None:  # noqa: ANN001
+    py = textwrap.dedent('''\
+        import os
+        from collections import OrderedDict
+
+
+        class Registry:
+            """A registry."""
+
+            def register(self, name, value):
+                """Register a value under a name in the registry table."""
+                table = OrderedDict()
+                table[name] = value
+                return table
+
+            def lookup_env(self, key):
+                """Look up an environment variable with a default fallback."""
+                value = os.environ.get(key)
+                if value is None:
+                    return ""
+                return value
+
+
+        def join_paths(a, b):
+            """Join two filesystem paths with the platform separator."""
+            sep = os.sep
+            out = a + sep + b
+            return out
+    ''')
+    js = textwrap.dedent("""\
+        const util = require('util');
+
+        /**
+         * Formats a message with the given arguments for logging.
+         */
+        function formatMessage(msg, args) {
+          const out = util.format(msg, ...args);
+          return out.trim();
+        }
+
+        /**
+         * Counts the words in a sentence of text.
+         */
+        function countWords(text) {
+          const parts = text.split(/\\s+/);
+          return parts.length;
+        }
+    """)
+    ts = textwrap.dedent("""\
+        import { clamp } from './math';
+
+        export class Slider {
+          /**
+           * Moves the slider handle to a new position.
+           */
+          move(pos: number): number {
+            const p = clamp(pos, 0, 100);
+            return p;
+          }
+        }
+    """)
+    sh = textwrap.dedent("""\
+        #!/bin/bash
+
+        # Print the usage message for this tool.
+        usage() {
+          echo "usage: tool [options]"
+          exit 1
+        }
+
+        # Remove temporary files left behind by a run.
+        cleanup() {
+          rm -rf "$TMPDIR/tool"
+          return 0
+        }
+    """)
+    for split in ("tunepkg", "heldoutpkg"):
+        for lang, name, text in (("python", "mod.py", py), ("javascript", "mod.js", js),
+                                 ("typescript", "mod.ts", ts), ("bash", "mod.sh", sh)):
+            d = root / lang / split
+            d.mkdir(parents=True, exist_ok=True)
+            (d / name).write_text(text)
+
+
+def test_end_to_end_on_a_tiny_corpus(tmp_path) -> None:  # noqa: ANN001
+    from benchmarks.retrieval import FakeDense
+    from benchmarks.run import Settings, run, write_results
+
+    _write_tiny_corpus(tmp_path / "corpus")
+    corpus = corpus_from_dir(tmp_path / "corpus", CorpusConfig())
+    assert {p.spec.split for p in corpus.packages} == {"tune", "heldout"}
+    assert len(corpus.queries("python")) == 6 and len(corpus.queries("bash")) == 4
+    settings = Settings(chunk_tokens=64, budgets=(128, 256), dense=True, throughput_repeats=1,
+                        measure_memory=False)
+    results = run(corpus, settings, dense=FakeDense(), log=lambda _m: None)
+    write_results(results, tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert (tmp_path / "out" / "retrieval.png").stat().st_size > 1000
+    assert "Full-hit rate" in md
+    names = {c["name"] for c in data["chunkers"]}
+    assert {"fixed-0%", "fixed-15%", "exact-boundary (ceiling)"} <= names
+    for split in ("tune", "heldout"):
+        for ret in ("bm25", "dense"):
+            cell = data["retrieval"][split][ret]["256"]["exact-boundary (ceiling)"]["macro"]
+            assert 0.0 <= cell["full_hit"] <= 1.0
+            assert set(cell["languages"]) == {"python", "javascript", "typescript", "bash"}
+    # The ceiling's chunks are exact slices: lossless and full coverage on every file.
+    st = data["chunk_stats"]["exact-boundary (ceiling)"]["all"]
+    assert st["lossless_files"] == 1.0 and st["nws_coverage"] == 1.0
+    # Every system's throughput row has a ratio to the floor.
+    assert all(t["ratio_to_floor"] is not None for t in data["throughput"].values())
