@@ -580,22 +580,23 @@ class CodeIndex:
             Snippets in (path, file) order; empty if unknown.
         """
         cands = [e for e in self._entries.values() if e.span is not None and (path is None or e.path == path)]
-        exact = [e for e in cands if e.span.name == name]  # type: ignore[union-attr]
-        # A split definition is a parent plus part-leaves carrying the same name: the parent is the whole thing.
-        parents = [e for e in exact if e.role == "parent" and not e.meta.get("is_root")]
-        if parents:
-            exact = parents
-        else:
-            exact = [e for e in exact if e.span.metadata.get("part") in (None, 1, 0)] or exact  # type: ignore[union-attr]
-        out = [self._snippet(e.span) for e in exact]  # type: ignore[arg-type]
+
+        def whole(matches: list[_Entry]) -> list[Snippet]:
+            # A split definition is a parent plus part-leaves carrying its name: the parent is the whole thing.
+            parents = {e.span.name: e for e in matches if e.role == "parent" and not e.meta.get("is_root")}  # type: ignore[union-attr]
+            keep = [e for e in matches if e.role == "parent" or e.span.name not in parents]  # type: ignore[union-attr]
+            return [self._snippet(e.span) for e in keep if not e.meta.get("is_root") or e.role == "leaf"]  # type: ignore[arg-type]
+
+        out = whole([e for e in cands if e.span.name == name])  # type: ignore[union-attr]
         if not out:
             for e in cands:
+                if e.role != "leaf":
+                    continue
                 for sym in e.span.metadata.get("symbols") or ():  # type: ignore[union-attr]
                     if sym.get("name") == name and "start_line" in sym and "end_line" in sym:
                         out.append(self.get_lines(e.path, int(sym["start_line"]), int(sym["end_line"])))
         if not out:
-            suffix = [e for e in cands if e.span.name and e.span.name.endswith("." + name)]  # type: ignore[union-attr]
-            out = [self._snippet(e.span) for e in suffix if e.role == "parent" or not e.span.metadata.get("part")]  # type: ignore[arg-type, union-attr]
+            out = whole([e for e in cands if e.span.name and e.span.name.endswith("." + name)])  # type: ignore[union-attr]
         return sorted(set(out), key=lambda s: (s.path or "", s.start_byte, -s.end_byte))
 
     def get_lines(self, path: str, start_line: int, end_line: int | None = None) -> Snippet:

@@ -1,0 +1,271 @@
+"""The hierarchical index and CodeRetriever on real code, with a real embedded Chroma (PersistentClient)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("chromadb")
+pytest.importorskip("bm25s")
+
+from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding  # noqa: E402
+from llmc_splitters.tokens import resolve_tokenizer  # noqa: E402
+
+CLIENT_JS = """\
+import axios from "axios";
+import { retry as withRetry, sleep } from "./util.js";
+import * as log from "./log.js";
+const path = require("path");
+
+const DEFAULT_TIMEOUT = 5000;
+const MAX_RETRIES = 3;
+
+/**
+ * An HTTP client with retries.
+ */
+export class Client {
+  constructor(baseUrl, options = {}) {
+    this.baseUrl = baseUrl;
+    this.timeout = options.timeout ?? DEFAULT_TIMEOUT;
+    this.headers = { "user-agent": "llmc", ...options.headers };
+  }
+
+  /** Send a request, retrying on failure. */
+  async send(method, route, body) {
+    const url = path.join(this.baseUrl, route);
+    return withRetry(async () => {
+      const response = await axios.request({ method, url, data: body, timeout: this.timeout });
+      return response.data;
+    }, MAX_RETRIES);
+  }
+
+  /** Close the client and flush the log. */
+  close() {
+    log.info("closing client for", this.baseUrl);
+    this.closed = true;
+  }
+
+  async ping() {
+    await sleep(10);
+    return this.send("GET", "/ping");
+  }
+}
+
+export function makeClient(url) {
+  return new Client(url);
+}
+"""
+
+
+def line_no(text: str, needle: str) -> int:
+    """1-based line of the first line containing ``needle``."""
+    for i, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return i
+    raise AssertionError(needle)
+
+
+def assert_pieces_exact(result, files: dict[str, str]) -> None:
+    """Every non-skeleton piece is exactly the lines it claims; the budget holds."""
+    count = resolve_tokenizer(None).count
+    assert count(result.context) == result.token_count <= result.max_context_tokens
+    for p in result.pieces:
+        lines = files[p.path].splitlines(keepends=True)
+        assert 1 <= p.start_line <= p.end_line <= len(lines)
+        if p.kind != "skeleton" and not p.truncated:
+            assert p.text == "".join(lines[p.start_line - 1 : p.end_line]), (p.kind, p.start_line, p.end_line)
+        assert f"# {p.path}:{p.start_line}-{p.end_line}" in result.context
+
+
+@pytest.fixture
+def js_retriever(tmp_path: Path) -> CodeRetriever:
+    r = CodeRetriever(path=tmp_path / "db", k=1, max_tokens=64)
+    r.index_texts({"src/client.js": CLIENT_JS})
+    return r
+
+
+def test_js_method_hit_with_class_skeleton_and_exactly_its_imports(js_retriever: CodeRetriever) -> None:
+    res = js_retriever.retrieve("send request with retry", max_context_tokens=240)
+    assert_pieces_exact(res, {"src/client.js": CLIENT_JS})
+    by_kind = {}
+    for p in res.pieces:
+        by_kind.setdefault(p.kind, []).append(p)
+    (hit,) = by_kind["hit"]
+    assert hit.start_line <= line_no(CLIENT_JS, "async send(") and hit.end_line >= line_no(CLIENT_JS, "}, MAX_RETRIES);") + 1
+    (skel,) = by_kind["skeleton"]
+    closing = CLIENT_JS.splitlines().index("}") + 1
+    assert skel.start_line == line_no(CLIENT_JS, "/**") and skel.end_line in (closing, closing + 1)
+    assert "async send(method, route, body) { /* … */ }" in skel.text and "close() { /* … */ }" in skel.text
+    imported = {ln for p in by_kind["import"] for ln in range(p.start_line, p.end_line + 1)}
+    # axios, withRetry, path and MAX_RETRIES are used; log, sleep's line is shared with withRetry; DEFAULT_TIMEOUT not.
+    assert imported == {1, 2, 4, 7}
+    assert res.token_count <= 240
+
+
+def test_js_small_budget_still_returns_the_method(js_retriever: CodeRetriever) -> None:
+    res = js_retriever.retrieve("send request with retry", max_context_tokens=100)
+    assert_pieces_exact(res, {"src/client.js": CLIENT_JS})
+    assert "async send(method, route, body) {" in res.context and "return response.data;" in res.context
+    assert "(skeleton)" not in res.context
+
+
+def test_js_large_budget_takes_the_whole_class(js_retriever: CodeRetriever) -> None:
+    res = js_retriever.retrieve("send request with retry", max_context_tokens=2000)
+    assert_pieces_exact(res, {"src/client.js": CLIENT_JS})
+    assert "(skeleton)" not in res.context and "this.closed = true;" in res.context
+    assert "import * as log" not in res.context
+
+
+@pytest.fixture(scope="module")
+def argparse_source() -> str:
+    import argparse
+
+    return inspect.getsource(argparse)
+
+
+def test_stdlib_method_hit_with_skeleton_and_imports(tmp_path: Path, argparse_source: str) -> None:
+    r = CodeRetriever(path=tmp_path / "db", k=1, max_tokens=256)
+    r.index_texts({"argparse.py": argparse_source})
+    res = r.retrieve("print usage message to stderr and exit with error", max_context_tokens=2048)
+    files = {"argparse.py": argparse_source}
+    assert_pieces_exact(res, files)
+    assert res.hits[0].span.name == "ArgumentParser.error"
+    kinds = [p.kind for p in res.pieces]
+    assert kinds.count("hit") == 1 and "skeleton" in kinds
+    hit = next(p for p in res.pieces if p.kind == "hit")
+    assert hit.start_line == line_no(argparse_source, "    def error(self, message):")
+    imports = [p for p in res.pieces if p.kind == "import"]
+    assert [p.text for p in imports] == ["import sys as _sys\n", "from gettext import gettext as _, ngettext\n"]
+    skel = next(p for p in res.pieces if p.kind == "skeleton")
+    assert skel.text.startswith("class ArgumentParser(_AttributeHolder, _ActionsContainer):\n")
+    assert "    def error(self, message):\n" in skel.text
+    # Too small for the skeleton: the method survives.
+    small = r.retrieve("print usage message to stderr and exit with error", max_context_tokens=150)
+    assert_pieces_exact(small, files)
+    assert "def error(self, message):" in small.context and "(skeleton)" not in small.context
+
+
+def test_exact_slices_by_symbol_and_lines(js_retriever: CodeRetriever) -> None:
+    (send,) = js_retriever.get_symbol("Client.send")
+    lines = CLIENT_JS.splitlines(keepends=True)
+    assert send.text == "".join(lines[send.start_line - 1 : send.end_line])
+    assert "async send(" in send.text
+    (cls,) = js_retriever.get_symbol("Client")
+    assert cls.text.startswith("/**") and cls.text.rstrip().endswith("}")
+    assert js_retriever.get_symbol("send")[0] == send  # suffix fallback
+    assert js_retriever.get_symbol("nope") == []
+    snip = js_retriever.get_lines("src/client.js", 7)
+    assert snip.text == "const MAX_RETRIES = 3;\n"
+    assert js_retriever.get_lines("src/client.js", 1, 2).text == "".join(lines[:2])
+
+
+def test_symbol_inside_a_class_that_fits_one_leaf(tmp_path: Path) -> None:
+    src = "class Small:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n"
+    r = CodeRetriever(path=tmp_path / "db", max_tokens=512)
+    r.index_texts({"s.py": src})
+    (b,) = r.get_symbol("Small.b")
+    assert (b.start_line, b.end_line) == (5, 6)
+    assert b.text == "    def b(self):\n        return 2\n"
+
+
+def test_persisted_index_reloads_without_reindexing(tmp_path: Path) -> None:
+    r = CodeRetriever(path=tmp_path / "db", k=1, max_tokens=64)
+    r.index_texts({"src/client.js": CLIENT_JS})
+    before = r.retrieve("close the client and flush the log", max_context_tokens=300)
+    again = CodeRetriever(path=tmp_path / "db", k=1, max_tokens=64)
+    assert again.index.paths == ["src/client.js"]
+    after = again.retrieve("close the client and flush the log", max_context_tokens=300)
+    assert after.context == before.context
+    assert again.index_texts({"src/client.js": CLIENT_JS}).unchanged == ["src/client.js"]
+
+
+class CountingEmbedding(HashingEmbedding):
+    """A deterministic embedding that records every text it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+        self.calls: list[str] = []
+
+    def embed_documents(self, texts):
+        self.calls.extend(texts)
+        return super().embed_documents(texts)
+
+
+def test_incremental_reindex_embeds_only_the_changed_file(tmp_path: Path, argparse_source: str) -> None:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "client.js").write_text(CLIENT_JS)
+    (root / "argparse.py").write_text(argparse_source)
+    (root / "gone.py").write_text("def gone():\n    return 1\n")
+    emb = CountingEmbedding()
+    r = CodeRetriever(path=tmp_path / "db", embedding=emb, max_tokens=128, k=2)
+    first = r.index_directory(root)
+    assert sorted(first.added) == ["argparse.py", "gone.py", "src/client.js"]
+    assert first.embedded == len(emb.calls) > 0
+    assert r.search("send request with retry").hits[0].span.path == "src/client.js"
+
+    # Edit one method, delete one file.
+    emb.calls.clear()
+    (root / "src" / "client.js").write_text(CLIENT_JS.replace("this.closed = true;", "this.closed = Boolean(1);"))
+    (root / "gone.py").unlink()
+    second = r.index_directory(root)
+    assert second.updated == ["src/client.js"] and second.unchanged == ["argparse.py"]
+    assert second.removed == ["gone.py"]
+    assert emb.calls, "the edited file must be re-embedded"
+    assert all("src/client.js" in t or "Boolean(1)" in t for t in emb.calls)
+    # Unchanged spans of the edited file reuse their vectors: only the edited method and the summaries move.
+    assert len(emb.calls) < len(r.index.spans("src/client.js")) and second.reused > 0
+    assert "gone.py" not in r.index.paths
+    assert all(h.span.path != "gone.py" for h in r.search("gone", k=5).hits)
+    # A third pass changes nothing and embeds nothing.
+    emb.calls.clear()
+    third = r.index_directory(root)
+    assert sorted(third.unchanged) == ["argparse.py", "src/client.js"] and emb.calls == []
+
+
+def test_lexical_only_index_refuses_other_embedding(tmp_path: Path) -> None:
+    from llmc_splitters.errors import ConfigurationError
+
+    CodeRetriever(path=tmp_path / "db").index_texts({"a.py": "x = 1\n"})
+    with pytest.raises(ConfigurationError, match="holds vectors from 'none'"):
+        CodeRetriever(path=tmp_path / "db", embedding=HashingEmbedding())
+
+
+def test_multi_stage_and_confidence(tmp_path: Path, argparse_source: str) -> None:
+    r = CodeRetriever(path=tmp_path / "db", embedding=HashingEmbedding(), max_tokens=128, k=3)
+    r.index_texts({"argparse.py": argparse_source, "src/client.js": CLIENT_JS})
+    res = r.search("send request with retry", multi_stage=True)
+    assert res.summaries and res.hits[0].span.path == "src/client.js"
+    assert any("local_lexical" in h.ranks for h in res.hits)
+    clear = r.search("ArgumentParser add_subparsers")
+    vague = r.search("value")
+    for s in (res, clear, vague):
+        assert 0.0 <= s.confidence <= 1.0
+        assert [h.score for h in s.hits] == sorted((h.score for h in s.hits), reverse=True)
+    assert clear.confidence > vague.confidence
+    assert r.search("zzqqxx unmatched").confidence <= 0.5
+
+
+def test_file_summary_and_summarizer_hook(tmp_path: Path) -> None:
+    seen = []
+
+    def summarize(info):
+        seen.append(info)
+        return "Talks to the HTTP API."
+
+    r = CodeRetriever(path=tmp_path / "db", summarizer=summarize, max_tokens=64)
+    r.index_texts({"src/client.js": CLIENT_JS})
+    text = r.index.file_summary("src/client.js")
+    assert text.startswith("File: src/client.js (javascript)")
+    assert "class Client" in text and "function makeClient" in text and "Talks to the HTTP API." in text
+    assert seen[0].path == "src/client.js" and ("class", "Client") == seen[0].symbols[0][:2]
+
+
+def test_budget_never_exceeded(js_retriever: CodeRetriever) -> None:
+    for budget in (1, 5, 20, 50, 80, 150, 300, 1000):
+        for q in ("send request", "close log", "ping sleep", "makeClient", "timeout headers"):
+            res = js_retriever.retrieve(q, k=3, max_context_tokens=budget)
+            assert res.token_count <= budget
+            assert_pieces_exact(res, {"src/client.js": CLIENT_JS})
