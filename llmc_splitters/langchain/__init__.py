@@ -1,0 +1,10 @@
+"""The LangChain face of llmc_splitters: ``CodeTextSplitter`` (a ``TextSplitter``).
+
+Importing this subpackage imports ``langchain_core`` and ``langchain_text_splitters`` (the opt-in); when they are
+missing it raises :class:`~llmc_splitters.MissingDependencyError` with the line to install them:
+``pip install 'llmc-splitters[langchain]'``.
+"""
+
+from .splitter import CodeTextSplitter
+
+__all__ = ["CodeTextSplitter"]

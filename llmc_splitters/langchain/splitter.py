@@ -1,0 +1,328 @@
+"""``CodeTextSplitter``: the chunker as a LangChain ``TextSplitter``.
+
+Importing this module imports ``langchain_core`` and ``langchain_text_splitters``; that import is the opt-in to the
+LangChain face. ``import llmc_splitters`` alone never loads them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from typing import Any
+
+from ..errors import ConfigurationError, missing_dependency
+
+try:
+    from langchain_core.documents import Document
+    from langchain_text_splitters import TextSplitter
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/test_langchain_splitter.py
+    raise missing_dependency(exc.name or "langchain-text-splitters", "langchain") from exc
+
+from ..chunker import ASTChunker
+from ..headers import with_header
+from ..languages import detect_language, get_spec, normalize_language
+from ..span import Span
+from ..tokens import Tokenizer, resolve_tokenizer
+
+__all__ = ["PATH_KEYS", "CodeTextSplitter"]
+
+PATH_KEYS = ("source", "file_path", "path", "file_name", "filename")
+"""Metadata keys read, in this order, for a document's path (LangChain loaders set ``source``)."""
+
+DEFAULT_CHUNK_SIZE = 512
+DEFAULT_HEADER_RESERVE = 64
+
+
+def _language_name(value: Any) -> str | None:
+    """A language given as ``str`` or as a ``str`` enum (LangChain's ``Language.PYTHON``), normalised."""
+    if isinstance(value, Enum):
+        value = value.value
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return normalize_language(value)
+
+
+def _known(language: str | None) -> bool:
+    if language is None:
+        return False
+    try:
+        get_spec(language)
+    except ValueError:
+        return False
+    return True
+
+
+def path_of(metadata: Mapping[str, Any]) -> str | None:
+    """The document's path: the first of :data:`PATH_KEYS` that holds a non-empty value, as ``str``."""
+    for key in PATH_KEYS:
+        value = metadata.get(key)
+        if value:
+            return str(value)
+    return None
+
+
+class CodeTextSplitter(TextSplitter):
+    """Split code and docs into lossless, syntax-aligned chunks whose size is counted in tokens.
+
+    A drop-in for ``RecursiveCharacterTextSplitter.from_language(...)``: every function, class or method that fits
+    ``chunk_size`` tokens is one chunk; a bigger one is split only along its own statements, never in the middle of
+    a line unless one line alone is too big. Chunks never overlap and never lose text: with the default settings
+    ``page_content`` is the source verbatim and ``metadata["start_index"]`` locates it exactly.
+
+    The language is ``language=`` when given, otherwise detected per document from ``metadata["language"]`` (as
+    LangChain's ``LanguageParser`` sets it), then from the path in ``metadata["source"]`` / ``["file_path"]``
+    (what ``TextLoader``, ``DirectoryLoader`` and ``GenericLoader`` set), then from a shebang; anything else is
+    split as plain text.
+
+    Each ``Document``'s metadata is the input metadata (copied) plus: ``source``, ``language``, ``kind``
+    (``function``, ``class``, ``method``, ``imports``, ``block``, ...), ``symbol`` (qualified name, when the chunk
+    is a definition or a piece of one), ``start_line``/``end_line`` (1-based, inclusive), ``start_index``/
+    ``end_index`` (``str`` offsets of the source text; only with ``add_start_index``), ``start_byte``/``end_byte``,
+    ``span_id`` (deterministic UUID), ``parent_id`` (the enclosing split class/function or the file),
+    ``token_count`` (tokens of the source text) and ``breadcrumb`` (``Client > send``). ``None`` values are left
+    out, so every value suits vector stores such as Chroma. Chunks made only of whitespace are skipped.
+
+    Args:
+        chunk_size: Token budget per chunk (LangChain's name). With ``context_header=True`` it bounds the whole
+            ``page_content``, header included.
+        chunk_overlap: Must be 0: spans tile the file and never overlap (present for LangChain compatibility).
+        max_tokens: The same setting as ``chunk_size`` under the chunker's name; give one or the other.
+        tokenizer: ``None`` (tiktoken cl100k, works offline), an encoding name, a ``tiktoken.Encoding``, a
+            HuggingFace tokenizer, or any ``Callable[[str], int]``.
+        length_function: LangChain's name for a ``Callable[[str], int]`` token counter (used when ``tokenizer`` is
+            not given, so ``from_huggingface_tokenizer`` works).
+        language: Force one language for every document (``"python"``, ``Language.PYTHON``, ...).
+        context_header: Prefix each ``page_content`` with a short comment header (path, breadcrumb and, for a piece
+            of a split definition, the enclosing signatures). Off by default so that ``page_content`` is exactly
+            the source text, as with every LangChain splitter; turn it on to give embeddings more context. With it
+            on, chunks are cut at ``chunk_size - header_reserve`` tokens, the header is shortened (then dropped)
+            when it does not fit, and ``start_index``/``start_line`` locate the source text that follows it.
+        header_reserve: Tokens kept free for the header when ``context_header`` is on.
+        add_start_index: Add ``start_index``/``end_index`` (on by default; the offsets are exact, never searched).
+        strip_whitespace: Strip leading/trailing whitespace of each chunk (off by default to stay lossless); the
+            offsets and lines then describe the stripped text.
+        keep_separator: Accepted for LangChain compatibility and ignored: no text is ever dropped.
+
+    Raises:
+        ConfigurationError: An invalid setting (the message names it and the value).
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> splitter = CodeTextSplitter(chunk_size=64)
+        >>> docs = splitter.split_documents(
+        ...     [Document(page_content="import os\\n\\ndef f():\\n    return os.sep\\n", metadata={"source": "m.py"})]
+        ... )
+        >>> [(d.metadata["kind"], d.metadata.get("symbol"), d.metadata["start_line"]) for d in docs]
+        [('imports', None, 1), ('function', 'f', 3)]
+    """
+
+    def __init__(
+        self,
+        chunk_size: int | None = None,
+        chunk_overlap: int = 0,
+        *,
+        max_tokens: int | None = None,
+        tokenizer: Any = None,
+        length_function: Any = None,
+        language: Any = None,
+        context_header: bool = False,
+        header_reserve: int = DEFAULT_HEADER_RESERVE,
+        add_start_index: bool = True,
+        strip_whitespace: bool = False,
+        keep_separator: Any = False,
+    ) -> None:
+        size = _resolve_size(chunk_size, max_tokens)
+        if chunk_overlap != 0:
+            msg = (
+                f"chunk_overlap must be 0 for CodeTextSplitter, got {chunk_overlap!r}: chunks are syntax-aligned "
+                "spans that tile the file; for surrounding context use context_header=True or CodeParentRetriever"
+            )
+            raise ConfigurationError(msg)
+        if tokenizer is not None and length_function is not None:
+            msg = "give tokenizer= or length_function=, not both"
+            raise ConfigurationError(msg)
+        if isinstance(header_reserve, bool) or not isinstance(header_reserve, int) or header_reserve < 0:
+            msg = f"header_reserve must be an integer >= 0, got {header_reserve!r}"
+            raise ConfigurationError(msg)
+        budget = size - header_reserve if context_header else size
+        if budget < 1:
+            msg = (
+                f"chunk_size ({size}) must exceed header_reserve ({header_reserve}) when context_header=True; "
+                "raise chunk_size or lower header_reserve"
+            )
+            raise ConfigurationError(msg)
+        lang = _language_name(language)
+        if language is not None and (lang is None or not _known(lang)):
+            msg = f"unknown language {language!r}; pass a tree-sitter grammar name such as 'python', or 'text'"
+            raise ConfigurationError(msg)
+        tok: Tokenizer = resolve_tokenizer(tokenizer if tokenizer is not None else length_function)
+        super().__init__(
+            chunk_size=size,
+            chunk_overlap=0,
+            length_function=tok.count,
+            keep_separator=keep_separator,
+            add_start_index=add_start_index,
+            strip_whitespace=strip_whitespace,
+        )
+        self._tokenizer = tok
+        self._language = lang
+        self._context_header = bool(context_header)
+        self._header_reserve = header_reserve
+        self._chunker = ASTChunker(max_tokens=budget, tokenizer=tok)
+
+    # ------------------------------------------------------------------ settings
+    @property
+    def chunk_size(self) -> int:
+        """Token budget per chunk (header included when ``context_header`` is on)."""
+        return self._chunk_size
+
+    @property
+    def max_tokens(self) -> int:
+        """Same as :attr:`chunk_size`."""
+        return self._chunk_size
+
+    @property
+    def language(self) -> str | None:
+        """The forced language, or ``None`` when it is detected per document."""
+        return self._language
+
+    @property
+    def context_header(self) -> bool:
+        """Whether ``page_content`` starts with a context header."""
+        return self._context_header
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The resolved tokenizer that counts ``chunk_size``."""
+        return self._tokenizer
+
+    @property
+    def chunker(self) -> ASTChunker:
+        """The underlying :class:`~llmc_splitters.ASTChunker`."""
+        return self._chunker
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(chunk_size={self._chunk_size}, tokenizer={self._tokenizer.name!r}, "
+            f"language={self._language!r}, context_header={self._context_header})"
+        )
+
+    # ------------------------------------------------------------------ factories
+    @classmethod
+    def from_language(cls, language: Any, **kwargs: Any) -> CodeTextSplitter:
+        """Same call shape as ``RecursiveCharacterTextSplitter.from_language``; ``chunk_size`` counts tokens."""
+        return cls(language=language, **kwargs)
+
+    @classmethod
+    def from_tiktoken_encoder(  # type: ignore[override]
+        cls,
+        encoding_name: str = "cl100k_base",
+        model_name: str | None = None,
+        allowed_special: Any = None,
+        disallowed_special: Any = "all",
+        **kwargs: Any,
+    ) -> CodeTextSplitter:
+        """Count tokens with a tiktoken encoding (cl100k by default; its offline copy is preferred).
+
+        ``allowed_special``/``disallowed_special`` are accepted for compatibility: special tokens are counted as
+        plain text, so source code that contains them never raises.
+        """
+        del allowed_special, disallowed_special
+        if model_name is not None:
+            import tiktoken
+
+            return cls(tokenizer=tiktoken.encoding_for_model(model_name), **kwargs)
+        return cls(tokenizer=encoding_name, **kwargs)
+
+    # ------------------------------------------------------------------ splitting
+    def split_text(self, text: str) -> list[str]:
+        """Split one text (language as configured, else detected from a shebang, else plain text)."""
+        return [doc.page_content for doc in self.create_documents([text])]
+
+    def create_documents(
+        self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
+    ) -> list[Document]:
+        """One ``Document`` per non-blank leaf span of each text, in file order.
+
+        ``split_documents`` and ``transform_documents`` (the base class's) go through this method.
+        """
+        metadatas_ = list(metadatas) if metadatas is not None else [{}] * len(texts)
+        if len(metadatas_) != len(texts):
+            msg = f"got {len(texts)} texts but {len(metadatas_)} metadatas"
+            raise ConfigurationError(msg)
+        documents: list[Document] = []
+        for text, metadata in zip(texts, metadatas_):
+            documents.extend(self._documents(text, metadata or {}))
+        return documents
+
+    def language_for(self, text: str, metadata: Mapping[str, Any] | None = None) -> str:
+        """The language a document is chunked as (see the class docstring for the order of the rules)."""
+        if self._language is not None:
+            return self._language
+        metadata = metadata or {}
+        declared = _language_name(metadata.get("language"))
+        if declared is not None and _known(declared):
+            return declared
+        return detect_language(path_of(metadata), text)
+
+    def _documents(self, text: str, metadata: Mapping[str, Any]) -> Iterable[Document]:
+        path = path_of(metadata)
+        language = self.language_for(text, metadata)
+        tree = self._chunker.chunk_tree(text, language=language, path=path)
+        for span in tree.leaves:
+            rendered = self._render(span)
+            if rendered is None:
+                continue
+            content, span_meta = rendered
+            meta = copy.deepcopy(dict(metadata))
+            if "source" in meta:
+                span_meta.pop("source", None)  # the input's own value (a URL, a Path...) is kept as is
+            meta.update(span_meta)
+            yield Document(page_content=content, metadata=meta)
+
+    def _render(self, span: Span) -> tuple[str, dict[str, Any]] | None:
+        """``page_content`` and metadata of one leaf, or ``None`` for a whitespace-only leaf."""
+        body = span.text
+        if not body.strip():
+            return None
+        meta = span.to_metadata()
+        stripped_any = False
+        if self._strip_whitespace:
+            lead = len(body) - len(body.lstrip())
+            stripped = body.strip()
+            before = body[:lead]
+            meta["start_line"] = span.start_line + before.count("\n")
+            meta["end_line"] = meta["start_line"] + stripped.count("\n")
+            meta["start_index"] = span.start_char + lead
+            meta["end_index"] = meta["start_index"] + len(stripped)
+            meta["start_byte"] = span.start_byte + len(before.encode("utf-8", "surrogatepass"))
+            meta["end_byte"] = meta["start_byte"] + len(stripped.encode("utf-8", "surrogatepass"))
+            if stripped != body:
+                stripped_any = True
+                meta["token_count"] = self._tokenizer.count(stripped)
+            body = stripped
+        content = body
+        if self._context_header:
+            full = with_header(span, self._chunk_size, self._tokenizer)
+            header = full[: len(full) - len(span.text)]
+            if header:
+                candidate = header + body
+                # Stripping can change the tokens at the join; keep the header only if the total still fits.
+                if not stripped_any or self._tokenizer.count(candidate) <= self._chunk_size:
+                    content = candidate
+        if not self._add_start_index:
+            meta.pop("start_index", None)
+            meta.pop("end_index", None)
+        return content, meta
+
+
+def _resolve_size(chunk_size: int | None, max_tokens: int | None) -> int:
+    if chunk_size is not None and max_tokens is not None and chunk_size != max_tokens:
+        msg = f"chunk_size ({chunk_size}) and max_tokens ({max_tokens}) are the same setting; give one"
+        raise ConfigurationError(msg)
+    size = chunk_size if chunk_size is not None else max_tokens if max_tokens is not None else DEFAULT_CHUNK_SIZE
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        msg = f"chunk_size must be a positive integer (tokens), got {size!r}"
+        raise ConfigurationError(msg)
+    return size

@@ -1,0 +1,435 @@
+"""``CodeNodeParser``: the chunker as a LlamaIndex ``NodeParser``.
+
+Importing this module imports ``llama_index.core``; that import is the opt-in to the LlamaIndex face.
+``import llmc_splitters`` alone never loads it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from typing import Any, Dict, List, Optional
+
+from ..errors import ConfigurationError, missing_dependency
+
+try:
+    from llama_index.core.bridge.pydantic import Field, PrivateAttr
+    from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
+    from llama_index.core.node_parser import NodeParser
+    from llama_index.core.node_parser.node_utils import default_id_func
+    from llama_index.core.schema import (
+        BaseNode,
+        Document,
+        MetadataMode,
+        NodeRelationship,
+        RelatedNodeInfo,
+        TextNode,
+    )
+    from llama_index.core.utils import get_tqdm_iterable
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/test_llama_index_node_parser.py
+    raise missing_dependency(exc.name or "llama-index-core", "llama-index") from exc
+
+from ..chunker import ASTChunker
+from ..headers import fit_header, context_header
+from ..languages import detect_language, get_spec, normalize_language
+from ..span import Span, SpanTree
+from ..tokens import TiktokenTokenizer, Tokenizer, resolve_tokenizer
+
+__all__ = ["CodeNodeParser", "PATH_KEYS"]
+
+DEFAULT_CHUNK_SIZE = 512
+DEFAULT_HEADER_RESERVE = 64
+
+PATH_KEYS = ("file_path", "file_name", "source", "path", "filename")
+"""Metadata keys read, in this order, for a document's path (``SimpleDirectoryReader`` sets ``file_path``)."""
+
+# Bookkeeping keys: useful for filters and citations, noise for an embedding model.
+_EMBED_EXCLUDED = (
+    "span_id", "parent_id", "source", "kind", "breadcrumb", "start_line", "end_line", "start_byte", "end_byte",
+    "start_index", "end_index", "token_count",
+)
+_LLM_EXCLUDED = (
+    "span_id", "parent_id", "source", "breadcrumb", "start_byte", "end_byte", "start_index", "end_index",
+    "token_count",
+)
+
+# Node ids are uuid5(namespace, source id + span id): stable across runs, distinct across documents.
+_NODE_NAMESPACE = uuid.UUID("0b6f3c55-2c4e-5d8a-9e1f-7a3b2c1d4e5f")
+
+
+def _language_name(value: Any) -> str | None:
+    if isinstance(value, Enum):
+        value = value.value
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return normalize_language(value)
+
+
+def _known(language: str | None) -> bool:
+    if language is None:
+        return False
+    try:
+        get_spec(language)
+    except ValueError:
+        return False
+    return True
+
+
+def path_of(metadata: Mapping[str, Any]) -> str | None:
+    """The node's path: the first of :data:`PATH_KEYS` that holds a non-empty value, as ``str``."""
+    for key in PATH_KEYS:
+        value = metadata.get(key)
+        if value:
+            return str(value)
+    return None
+
+
+def _tokenizer_setting(tokenizer: Any) -> tuple[Optional[str], Tokenizer]:
+    """The serializable ``tokenizer`` field and the resolved tokenizer for what the user passed."""
+    if tokenizer is None:
+        return None, resolve_tokenizer(None)
+    if isinstance(tokenizer, str):
+        name = tokenizer.removeprefix("tiktoken:")
+        if ":" in name:
+            msg = (
+                f"tokenizer {tokenizer!r} names a custom tokenizer, which cannot be rebuilt from its name; pass "
+                "the object again, e.g. CodeNodeParser.from_dict(data, tokenizer=my_tokenizer)"
+            )
+            raise ConfigurationError(msg)
+        return name, resolve_tokenizer(name)
+    tok = resolve_tokenizer(tokenizer)
+    if isinstance(tok, TiktokenTokenizer):
+        return tok.name.removeprefix("tiktoken:"), tok
+    return tok.name, tok
+
+
+def _id_func_setting(id_func: Any) -> Any:
+    """Accept what ``to_dict`` wrote for ``id_func`` (``{"id_func_name": ...}``), so ``from_dict`` round-trips."""
+    if isinstance(id_func, Mapping):
+        name = id_func.get("id_func_name")
+        if name in (None, default_id_func.__name__):
+            return None
+        msg = (
+            f"id_func {name!r} cannot be restored from its name; pass it again, e.g. "
+            "CodeNodeParser.from_dict(data, id_func=my_id_func)"
+        )
+        raise ConfigurationError(msg)
+    return id_func
+
+
+def _resolve_size(chunk_size: int | None, max_tokens: int | None) -> int:
+    if chunk_size is not None and max_tokens is not None and chunk_size != max_tokens:
+        msg = f"chunk_size ({chunk_size}) and max_tokens ({max_tokens}) are the same setting; give one"
+        raise ConfigurationError(msg)
+    size = chunk_size if chunk_size is not None else max_tokens if max_tokens is not None else DEFAULT_CHUNK_SIZE
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        msg = f"chunk_size must be a positive integer (tokens), got {size!r}"
+        raise ConfigurationError(msg)
+    return size
+
+
+class CodeNodeParser(NodeParser):
+    """Parse code and docs into lossless, syntax-aligned ``TextNode``s whose size is counted in tokens.
+
+    A drop-in for ``CodeSplitter``/``SentenceSplitter`` in an ``IngestionPipeline`` or
+    ``VectorStoreIndex.from_documents(..., transformations=[...])``. Every function, class or method that fits
+    ``chunk_size`` tokens is one node; a bigger one is split only along its own statements. Each node's ``text`` is
+    the source verbatim: ``document.text[node.start_char_idx:node.end_char_idx] == node.text``. Whitespace-only
+    pieces are not emitted.
+
+    The language is ``language`` when set, otherwise detected per document from ``metadata["language"]``, then from
+    the path in ``metadata["file_path"]`` (what ``SimpleDirectoryReader`` sets), ``"file_name"`` or ``"source"``,
+    then from a shebang; anything else is split as plain text.
+
+    Node metadata is the input's (with ``include_metadata``) plus ``language``, ``kind``, ``symbol``,
+    ``start_line``/``end_line`` (1-based, inclusive), ``start_index``/``end_index``, ``start_byte``/``end_byte``,
+    ``span_id``, ``parent_id``, ``token_count``, ``breadcrumb`` and ``source`` (the path, unless the input already
+    has ``source``). Bookkeeping keys are listed in ``excluded_embed_metadata_keys`` (and most of them in
+    ``excluded_llm_metadata_keys``), so the embedding sees the code, its symbol and language.
+
+    Relationships, which this parser sets itself (it overrides ``get_nodes_from_documents``, as
+    ``HierarchicalNodeParser`` does, so that offsets are exact and links never cross levels):
+
+    * ``SOURCE``: the input document (or, for an input node that has a source, that node's source);
+    * ``PREVIOUS``/``NEXT``: between consecutive *leaf* nodes of the same input (``include_prev_next_rel``);
+    * ``PARENT``/``CHILD``: with ``include_parents=True``, the structural spans of the span tree (the file, and each
+      class/function/section that had to be split) are emitted as nodes too, before their children, and linked:
+      each node's ``PARENT`` is its enclosing span's node and each parent's ``CHILD`` lists its direct children in
+      file order. Parent nodes are bigger than ``chunk_size`` by nature: give ``get_leaf_nodes(nodes)`` to the
+      vector index and all nodes to the docstore, as with ``HierarchicalNodeParser`` (``AutoMergingRetriever``
+      then works). With the default ``include_parents=False`` only leaves are emitted, every one fits
+      ``chunk_size``, and no relationship points to a node that does not exist; ``metadata["parent_id"]`` still
+      names the enclosing span.
+
+    Node ids are deterministic (derived from the source id and the span) unless an ``id_func`` is given.
+
+    Example:
+        >>> from llama_index.core import Document
+        >>> parser = CodeNodeParser(chunk_size=64)
+        >>> nodes = parser.get_nodes_from_documents(
+        ...     [Document(text="import os\\n\\ndef f():\\n    return os.sep\\n", metadata={"file_path": "m.py"})]
+        ... )
+        >>> [(n.metadata["kind"], n.start_char_idx, n.end_char_idx) for n in nodes]
+        [('imports', 0, 11), ('function', 11, 38)]
+    """
+
+    chunk_size: int = Field(
+        default=DEFAULT_CHUNK_SIZE,
+        description="Token budget per leaf node, counted with `tokenizer` (also accepted as `max_tokens=`).",
+        gt=0,
+    )
+    tokenizer: Optional[str] = Field(
+        default=None,
+        description=(
+            "tiktoken encoding name (None: cl100k_base, offline-safe). A custom tokenizer object or callable given "
+            "to the constructor is recorded here by label (e.g. 'callable:len') and must be passed again on load."
+        ),
+    )
+    language: Optional[str] = Field(
+        default=None,
+        description="Language of every document (e.g. 'python'); None detects it per document from its path.",
+    )
+    include_parents: bool = Field(
+        default=False,
+        description=(
+            "Also emit the structural spans (file, split classes/functions) as nodes, linked by PARENT/CHILD."
+        ),
+    )
+    context_header: bool = Field(
+        default=False,
+        description=(
+            "Put a context header (path, breadcrumb, enclosing signatures) in metadata['context_header'], "
+            "visible to embeddings and LLMs; chunks are then cut at chunk_size - header_reserve tokens so that "
+            "header plus text fit chunk_size. The node text is always the verbatim source."
+        ),
+    )
+    header_reserve: int = Field(
+        default=DEFAULT_HEADER_RESERVE,
+        description="Tokens kept free for the context header when context_header is on.",
+        ge=0,
+    )
+
+    _tok: Optional[Any] = PrivateAttr(default=None)
+    _chunker: Optional[ASTChunker] = PrivateAttr(default=None)
+
+    def __init__(
+        self,
+        chunk_size: Optional[int] = None,
+        *,
+        max_tokens: Optional[int] = None,
+        tokenizer: Any = None,
+        language: Any = None,
+        include_parents: bool = False,
+        context_header: bool = False,
+        header_reserve: int = DEFAULT_HEADER_RESERVE,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        callback_manager: Optional[CallbackManager] = None,
+        id_func: Any = None,
+    ) -> None:
+        """Create a parser; every argument is described on the class and in its pydantic fields."""
+        size = _resolve_size(chunk_size, max_tokens)
+        if isinstance(header_reserve, bool) or not isinstance(header_reserve, int) or header_reserve < 0:
+            msg = f"header_reserve must be an integer >= 0, got {header_reserve!r}"
+            raise ConfigurationError(msg)
+        if context_header and size - header_reserve < 1:
+            msg = (
+                f"chunk_size ({size}) must exceed header_reserve ({header_reserve}) when context_header=True; "
+                "raise chunk_size or lower header_reserve"
+            )
+            raise ConfigurationError(msg)
+        lang = _language_name(language)
+        if language is not None and (lang is None or not _known(lang)):
+            msg = f"unknown language {language!r}; pass a tree-sitter grammar name such as 'python', or 'text'"
+            raise ConfigurationError(msg)
+        label, tok = _tokenizer_setting(tokenizer)
+        id_func = _id_func_setting(id_func)
+        super().__init__(
+            chunk_size=size,
+            tokenizer=label,
+            language=lang,
+            include_parents=include_parents,
+            context_header=context_header,
+            header_reserve=header_reserve,
+            include_metadata=include_metadata,
+            include_prev_next_rel=include_prev_next_rel,
+            callback_manager=callback_manager or CallbackManager([]),
+            id_func=id_func or default_id_func,
+        )
+        self._tok = tok
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Name used in ``to_dict`` / ``from_dict``."""
+        return "CodeNodeParser"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        tokenizer: Any = None,
+        language: Optional[str] = None,
+        include_parents: bool = False,
+        context_header: bool = False,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        callback_manager: Optional[CallbackManager] = None,
+        id_func: Any = None,
+    ) -> CodeNodeParser:
+        """The LlamaIndex-style factory; same arguments as the constructor."""
+        return cls(
+            chunk_size=chunk_size,
+            tokenizer=tokenizer,
+            language=language,
+            include_parents=include_parents,
+            context_header=context_header,
+            include_metadata=include_metadata,
+            include_prev_next_rel=include_prev_next_rel,
+            callback_manager=callback_manager,
+            id_func=id_func,
+        )
+
+    # ------------------------------------------------------------------ settings
+    @property
+    def max_tokens(self) -> int:
+        """Same as ``chunk_size``."""
+        return self.chunk_size
+
+    @property
+    def resolved_tokenizer(self) -> Tokenizer:
+        """The tokenizer that counts ``chunk_size``."""
+        if self._tok is None:  # e.g. after unpickling without the private state
+            self._tok = _tokenizer_setting(self.tokenizer)[1]
+        return self._tok
+
+    @property
+    def chunker(self) -> ASTChunker:
+        """The underlying :class:`~llmc_splitters.ASTChunker` (built on first use)."""
+        if self._chunker is None:
+            budget = self.chunk_size - self.header_reserve if self.context_header else self.chunk_size
+            self._chunker = ASTChunker(max_tokens=budget, tokenizer=self.resolved_tokenizer)
+        return self._chunker
+
+    def language_for(self, text: str, metadata: Mapping[str, Any] | None = None) -> str:
+        """The language a document is parsed as (see the class docstring for the order of the rules)."""
+        if self.language is not None:
+            return self.language
+        metadata = metadata or {}
+        declared = _language_name(metadata.get("language"))
+        if declared is not None and _known(declared):
+            return declared
+        return detect_language(path_of(metadata), text)
+
+    # ------------------------------------------------------------------ parsing
+    def get_nodes_from_documents(
+        self,
+        documents: Sequence[Document],
+        show_progress: bool = False,
+        **kwargs: Any,
+    ) -> List[BaseNode]:
+        """Parse documents into nodes, with exact offsets and relationships (no base-class post-processing)."""
+        with self.callback_manager.event(
+            CBEventType.NODE_PARSING, payload={EventPayload.DOCUMENTS: documents}
+        ) as event:
+            nodes = self._parse_nodes(documents, show_progress=show_progress, **kwargs)
+            event.on_end({EventPayload.NODES: nodes})
+        return nodes
+
+    async def aget_nodes_from_documents(
+        self,
+        documents: Sequence[Document],
+        show_progress: bool = False,
+        **kwargs: Any,
+    ) -> List[BaseNode]:
+        """Async twin of :meth:`get_nodes_from_documents` (parsing is CPU-bound and runs inline)."""
+        return self.get_nodes_from_documents(documents, show_progress=show_progress, **kwargs)
+
+    def _parse_nodes(
+        self,
+        nodes: Sequence[BaseNode],
+        show_progress: bool = False,
+        **kwargs: Any,
+    ) -> List[BaseNode]:
+        all_nodes: List[BaseNode] = []
+        for node in get_tqdm_iterable(nodes, show_progress, "Parsing nodes"):
+            all_nodes.extend(self._nodes_of(node))
+        return all_nodes
+
+    def _nodes_of(self, node: BaseNode) -> List[BaseNode]:
+        text = node.get_content(metadata_mode=MetadataMode.NONE)
+        metadata = dict(node.metadata or {})
+        path = path_of(metadata)
+        tree = self.chunker.chunk_tree(text, language=self.language_for(text, metadata), path=path)
+        leaves = [s for s in tree.leaves if s.text.strip()]
+        if not leaves:
+            return []
+        source = node.source_node if node.source_node is not None else node.as_related_node_info()
+        emitted = self._emitted(tree, leaves)
+        leaf_ids = {s.id for s in leaves}
+        out: Dict[str, TextNode] = {}
+        for i, span in enumerate(emitted):
+            out[span.id] = self._text_node(i, span, span.id in leaf_ids, node, metadata, source)
+        if self.include_parents:
+            for span in emitted:
+                kids = [out[c.id] for c in tree.children(span) if c.id in out]
+                if kids:
+                    parent = out[span.id]
+                    parent.relationships[NodeRelationship.CHILD] = [k.as_related_node_info() for k in kids]
+                    info = parent.as_related_node_info()
+                    for kid in kids:
+                        kid.relationships[NodeRelationship.PARENT] = info
+        if self.include_prev_next_rel:
+            leaf_nodes = [out[s.id] for s in leaves]
+            for prev, nxt in zip(leaf_nodes, leaf_nodes[1:]):
+                nxt.relationships[NodeRelationship.PREVIOUS] = prev.as_related_node_info()
+                prev.relationships[NodeRelationship.NEXT] = nxt.as_related_node_info()
+        return list(out.values())
+
+    def _emitted(self, tree: SpanTree, leaves: list[Span]) -> list[Span]:
+        """Leaves, plus (with ``include_parents``) the structural spans, in pre-order (parents first)."""
+        if not self.include_parents:
+            return leaves
+        keep = {s.id for s in leaves}
+        return [s for s in tree.spans if s.id in keep or not tree.is_leaf(s)]
+
+    def _text_node(
+        self,
+        i: int,
+        span: Span,
+        is_leaf: bool,
+        node: BaseNode,
+        metadata: Mapping[str, Any],
+        source: RelatedNodeInfo,
+    ) -> TextNode:
+        span_meta = span.to_metadata()
+        if self.context_header and is_leaf:
+            header = fit_header(context_header(span), span.token_count, self.chunk_size, self.resolved_tokenizer)
+            if header:
+                span_meta["context_header"] = header
+        if "source" in metadata:
+            span_meta.pop("source", None)
+        meta = {**metadata, **span_meta} if self.include_metadata else span_meta
+        if self.id_func is default_id_func:
+            node_id = str(uuid.uuid5(_NODE_NAMESPACE, f"{source.node_id}\x00{span.id}"))
+        else:
+            node_id = self.id_func(i, node)
+        excluded_embed = list(dict.fromkeys([*node.excluded_embed_metadata_keys, *_EMBED_EXCLUDED]))
+        excluded_llm = list(dict.fromkeys([*node.excluded_llm_metadata_keys, *_LLM_EXCLUDED]))
+        # Formatting settings follow the input node, as in LlamaIndex's build_nodes_from_splits.
+        formatting = {
+            key: getattr(node, key)
+            for key in ("metadata_separator", "metadata_template", "text_template")
+            if isinstance(getattr(node, key, None), str)
+        }
+        return TextNode(
+            id_=node_id,
+            text=span.text,
+            metadata=meta,
+            start_char_idx=span.start_char,
+            end_char_idx=span.end_char,
+            excluded_embed_metadata_keys=excluded_embed,
+            excluded_llm_metadata_keys=excluded_llm,
+            relationships={NodeRelationship.SOURCE: source},
+            **formatting,
+        )
