@@ -1,0 +1,144 @@
+"""CodeRetriever against a real ``chroma run`` server on localhost, started and stopped by this module."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("chromadb")
+pytest.importorskip("bm25s")
+
+from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def _chroma_cli() -> str | None:
+    local = Path(sys.executable).with_name("chroma")
+    return str(local) if local.exists() else shutil.which("chroma")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory):
+    cli = _chroma_cli()
+    if cli is None:
+        pytest.skip("the `chroma` CLI is not installed (pip install 'llmc-splitters[chroma]')")
+    data = tmp_path_factory.mktemp("chroma-server")
+    port = _free_port()
+    log = (data / "server.log").open("w")
+    proc = subprocess.Popen(
+        [cli, "run", "--path", str(data / "db"), "--host", "localhost", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://localhost:{port}/api/v2/heartbeat"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"chroma run exited with {proc.returncode}: {(data / 'server.log').read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(url, timeout=1) as resp:  # noqa: S310 - localhost only
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"chroma run did not answer {url} within 60 s")
+            time.sleep(0.2)
+        yield "localhost", port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+class CountingEmbedding(HashingEmbedding):
+    """A deterministic embedding that records what it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+        self.calls: list[str] = []
+
+    def embed_documents(self, texts):
+        self.calls.extend(texts)
+        return super().embed_documents(texts)
+
+
+SERVICE = '''"""Order service."""
+import json
+from decimal import Decimal
+
+TAX = Decimal("0.2")
+
+
+class Orders:
+    """Keeps orders."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def total(self, order_id):
+        """Sum an order's lines with tax."""
+        lines = json.loads(self.store.get(order_id))
+        return sum(Decimal(x["price"]) for x in lines) * (1 + TAX)
+
+    def cancel(self, order_id):
+        """Cancel an order."""
+        self.store.delete(order_id)
+'''
+
+UTIL = "def slugify(text):\n    return '-'.join(text.lower().split())\n"
+
+
+def test_index_query_modify_reindex_on_server(chroma_server, tmp_path: Path) -> None:
+    host, port = chroma_server
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "service.py").write_text(SERVICE)
+    (root / "util.py").write_text(UTIL)
+    emb = CountingEmbedding()
+    r = CodeRetriever(host=host, port=port, collection="server_test", embedding=emb, max_tokens=48, k=1)
+    first = r.index_directory(root)
+    assert sorted(first.added) == ["service.py", "util.py"] and first.embedded == len(emb.calls) > 0
+
+    res = r.retrieve("sum order lines with tax", max_context_tokens=400)
+    assert res.hits[0].span.name == "Orders.total"
+    assert "import json\nfrom decimal import Decimal\n" in res.context and 'TAX = Decimal("0.2")' in res.context
+    assert res.token_count <= 400
+
+    # A second client sees the same data (everything lives in the server).
+    other = CodeRetriever(host=host, port=port, collection="server_test", embedding=CountingEmbedding(), max_tokens=48)
+    assert other.index.paths == ["service.py", "util.py"]
+    assert other.search("slugify text").hits[0].span.path == "util.py"
+
+    emb.calls.clear()
+    (root / "util.py").write_text(UTIL.replace("'-'", "'_'"))
+    second = r.index_directory(root)
+    assert second.updated == ["util.py"] and second.unchanged == ["service.py"]
+    assert emb.calls and all("util.py" in t or "'_'" in t for t in emb.calls)
+    assr = r.retrieve("slugify", max_context_tokens=100)
+    assert "'_'.join" in assr.context
+
+    (root / "util.py").unlink()
+    third = r.index_directory(root)
+    assert third.removed == ["util.py"]
+    fresh = CodeRetriever(host=host, port=port, collection="server_test", embedding=CountingEmbedding(), max_tokens=48)
+    assert fresh.index.paths == ["service.py"]
