@@ -23,6 +23,7 @@ encoded exactly once and the encoded volume stays linear in the file size.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,9 @@ _CLASS_LIKE = frozenset({"class", "interface", "enum", "module", "struct", "trai
 _BLANK_BEFORE = re.compile(rb"\n[ \t\r\f\v]*\n[ \t\f\v]*$")
 # A node this many times larger than the budget (in bytes) is over budget without counting (tiktoken only).
 _SURELY_OVER_BYTES_PER_TOKEN = 24
+_READ_CHUNK = 1 << 20
+# A named node this small on the same line as the code before it joins that code (`};`).
+_TRAILING_BYTES = 2
 
 
 @dataclass(slots=True)
@@ -299,11 +303,13 @@ class Engine:
             if pending and info is None and child.type not in attach:
                 items.extend(([p], None) for p in pending)
                 pending = []
-            if (child.type in comments or not child.is_named) and items and not pending:
+            if items and not pending and info is None and (
+                child.type in comments or not child.is_named or child.end_byte - child.start_byte <= _TRAILING_BYTES
+            ):
                 prev_nodes, _ = items[-1]
                 if b"\n" not in data[prev_nodes[-1].end_byte : child.start_byte]:
-                    # A comment or a punctuation token (`;`, `,`) on the same line as the code before it belongs
-                    # to that code.
+                    # A comment, a punctuation token or a token-sized statement (`;`) on the same line as the code
+                    # before it belongs to that code.
                     prev_nodes.append(child)
                     continue
             if child.type in attach:
@@ -599,10 +605,26 @@ class Engine:
         return None
 
 
-def parse(data: bytes, grammar: str) -> Any:
-    """Parse ``data`` with the calling thread's parser for ``grammar``."""
+def parse(data: bytes, grammar: str, timeout: float | None = None) -> Any:
+    """Parse ``data`` with the calling thread's parser for ``grammar``; ``None`` if it takes over ``timeout`` s."""
     load_language(grammar)
-    return get_parser(grammar).parse(data)
+    parser = get_parser(grammar)
+    if timeout is None:
+        return parser.parse(data)
+    deadline = time.monotonic() + timeout
+
+    def read(offset: int, _point: Any) -> bytes:
+        return data[offset : offset + _READ_CHUNK]
+
+    def give_up(*_state: Any) -> bool:
+        return time.monotonic() > deadline
+
+    try:
+        # tree-sitter only honours a progress callback when it reads through a callback.
+        return parser.parse(read, progress_callback=give_up)
+    except ValueError:
+        parser.reset()
+        return None
 
 
 def _string_statement(node: Any) -> Any:

@@ -7,7 +7,8 @@ from typing import Any
 
 from . import fallback
 from ._engine import Engine, Leaf, Scope, _string_statement, parse
-from .errors import ConfigurationError, UndecodableInputError, UnsupportedInputError
+from .errors import ConfigurationError, UnsupportedInputError
+from .inputs import ERRORS, decode
 from .languages import LanguageSpec, detect_language, get_spec, normalize_language
 from .span import Span, SpanTree, span_id
 from .tokens import Tokenizer, resolve_tokenizer
@@ -32,6 +33,12 @@ class ASTChunker:
         max_tokens: Token budget per leaf span.
         tokenizer: ``None`` (tiktoken cl100k, offline-safe), an encoding name, a ``tiktoken.Encoding``, a
             HuggingFace tokenizer, or any ``Callable[[str], int]``.
+        parse_timeout: Seconds a parse may take; past it the file is split by lines and tokens instead
+            (``metadata["fallback"] == "parse_timeout"``), still lossless. ``None`` disables the limit.
+        max_file_bytes: Files larger than this are not parsed but split by lines and tokens
+            (``metadata["fallback"] == "too_large"``).
+        errors: Decoding policy for ``bytes`` input: ``"fallback"`` (UTF-8, else cp1252/Latin-1, recorded in
+            metadata) or ``"strict"`` (raise :class:`UndecodableInputError`). See :mod:`llmc_splitters.inputs`.
 
     Example:
         >>> chunker = ASTChunker(max_tokens=256)
@@ -40,11 +47,31 @@ class ASTChunker:
         [('imports', None, 1, 2), ('function', 'f', 3, 4)]
     """
 
-    def __init__(self, max_tokens: int = 512, tokenizer: Any = None) -> None:
+    def __init__(
+        self,
+        max_tokens: int = 512,
+        tokenizer: Any = None,
+        *,
+        parse_timeout: float | None = 10.0,
+        max_file_bytes: int = 16 * 1024 * 1024,
+        errors: str = "fallback",
+    ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             msg = f"max_tokens must be a positive integer, got {max_tokens!r}"
             raise ConfigurationError(msg)
+        if parse_timeout is not None and not parse_timeout > 0:
+            msg = f"parse_timeout must be a positive number of seconds or None, got {parse_timeout!r}"
+            raise ConfigurationError(msg)
+        if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes < 1:
+            msg = f"max_file_bytes must be a positive integer, got {max_file_bytes!r}"
+            raise ConfigurationError(msg)
+        if errors not in ERRORS:
+            msg = f"errors must be one of {ERRORS}, got {errors!r}"
+            raise ConfigurationError(msg)
         self.max_tokens = max_tokens
+        self.parse_timeout = parse_timeout
+        self.max_file_bytes = max_file_bytes
+        self.errors = errors
         self._tokenizer_spec = tokenizer
         self._tokenizer: Tokenizer | None = None
 
@@ -83,24 +110,19 @@ class ASTChunker:
         ``tree.leaves`` is what :meth:`chunk` returns; ``tree.parent(span)``, ``tree.children(span)`` and
         ``tree.ancestors(span)`` walk it (file -> class -> method -> sub-block).
         """
+        decoded_meta: dict[str, Any] = {}
         if isinstance(text, (bytes, bytearray)):
-            text = _decode(bytes(text))
+            decoded = decode(bytes(text), self.errors)
+            text, decoded_meta = decoded.text, decoded.metadata()
         if not isinstance(text, str):
             msg = f"text must be str or bytes, got {type(text).__name__}"
             raise UnsupportedInputError(msg)
         lang = normalize_language(language) if language else detect_language(path, text)
         spec = get_spec(lang)
-        return _Run(self, text, spec, path).build()
-
-
-def _decode(data: bytes) -> str:
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        msg = f"input is not valid UTF-8 ({exc}); decode it yourself and pass a str"
-        raise UndecodableInputError(msg) from exc
+        tree = _Run(self, text, spec, path).build()
+        if decoded_meta:
+            tree.root.metadata.update(decoded_meta)
+        return tree
 
 
 class _Run:
@@ -133,18 +155,30 @@ class _Run:
         if self.spec.grammar is None:
             root_scope = Scope(kind=self.spec.root_kind, name=None, start=0, end=len(self.data), parent=None,
                                spec=self.spec)
-            leaves = self._plain(root_scope)
+            leaves = self._plain(root_scope, fallback.TEXT_LEVELS)
             return self._assemble(root_scope, leaves, [root_scope])
-        tree = parse(eng.data, self.spec.grammar)
+        reason = "too_large" if len(eng.data) > self.chunker.max_file_bytes else None
+        tree = None
+        if reason is None:
+            tree = parse(eng.data, self.spec.grammar, self.chunker.parse_timeout)
+            if tree is None:
+                reason = "parse_timeout"
+        if tree is None:
+            root_scope = Scope(kind=self.spec.root_kind, name=None, start=0, end=len(self.data), parent=None,
+                               spec=self.spec, meta={"fallback": reason})
+            leaves = self._plain(root_scope, fallback.CODE_LEVELS)
+            for leaf in leaves:
+                leaf.meta.setdefault("fallback", reason)
+            return self._assemble(root_scope, leaves, [root_scope])
         root_scope, units = eng.run(tree.root_node, self.spec)
         leaves = eng.merge(units)
         self._label(leaves)
         return self._assemble(root_scope, leaves, eng.scopes)
 
-    def _plain(self, scope: Scope) -> list[Leaf]:
+    def _plain(self, scope: Scope, levels: Any) -> list[Leaf]:
         leaves: list[Leaf] = []
         pos = 0
-        for piece, tokens, how in fallback.split_text(self.text, self.budget, self.tok, fallback.TEXT_LEVELS):
+        for piece, tokens, how in fallback.split_text(self.text, self.budget, self.tok, levels):
             size = len(piece.encode("utf-8", "surrogatepass"))
             meta: dict[str, Any] = {} if how in ("whole", "paragraphs") else {"fallback": how}
             if tokens > self.budget:

