@@ -6,10 +6,11 @@ import bisect
 from typing import Any
 
 from . import fallback
-from ._engine import Engine, Leaf, Scope, _string_statement, parse
+from ._engine import _CLASS_LIKE, Engine, Leaf, Scope, _string_statement, parse
 from .errors import ConfigurationError, UnsupportedInputError
 from .inputs import ERRORS, decode
 from .languages import LanguageSpec, detect_language, get_spec, normalize_language
+from .overlap import add_overlap
 from .span import Span, SpanTree, span_id
 from .tokens import Tokenizer, resolve_tokenizer
 
@@ -39,6 +40,12 @@ class ASTChunker:
             (``metadata["fallback"] == "too_large"``).
         errors: Decoding policy for ``bytes`` input: ``"fallback"`` (UTF-8, else cp1252/Latin-1, recorded in
             metadata) or ``"strict"`` (raise :class:`UndecodableInputError`). See :mod:`llmc_splitters.inputs`.
+        analyze: Also record what retrieval needs, from the same parse: the file span's ``imports`` and
+            ``module_names``; each leaf's ``identifiers`` and ``references``; each split definition's
+            ``header_end_byte`` and, for classes, its ``skeleton`` (see :mod:`llmc_splitters.analysis`).
+        overlap: Where prose had to be split (Markdown sections, plain text), each piece gets the tail of the
+            piece before it, about ``overlap * max_tokens`` tokens, in ``metadata["overlap"]`` (never in
+            ``text``); code never does. ``0`` turns it off (see :mod:`llmc_splitters.overlap`).
 
     Example:
         >>> chunker = ASTChunker(max_tokens=256)
@@ -55,6 +62,8 @@ class ASTChunker:
         parse_timeout: float | None = 10.0,
         max_file_bytes: int = 16 * 1024 * 1024,
         errors: str = "fallback",
+        analyze: bool = False,
+        overlap: float = 0.15,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             msg = f"max_tokens must be a positive integer, got {max_tokens!r}"
@@ -72,6 +81,11 @@ class ASTChunker:
         self.parse_timeout = parse_timeout
         self.max_file_bytes = max_file_bytes
         self.errors = errors
+        self.analyze = analyze
+        if isinstance(overlap, bool) or not isinstance(overlap, (int, float)) or not 0 <= overlap < 0.5:
+            msg = f"overlap must be a ratio with 0 <= overlap < 0.5 (0 turns it off), got {overlap!r}"
+            raise ConfigurationError(msg)
+        self.overlap = float(overlap)
         self._tokenizer_spec = tokenizer
         self._tokenizer: Tokenizer | None = None
 
@@ -119,7 +133,7 @@ class ASTChunker:
             raise UnsupportedInputError(msg)
         lang = normalize_language(language) if language else detect_language(path, text)
         spec = get_spec(lang)
-        tree = _Run(self, text, spec, path).build()
+        tree = add_overlap(_Run(self, text, spec, path).build(), self.overlap, self.max_tokens, self.tokenizer)
         if decoded_meta:
             tree.root.metadata.update(decoded_meta)
         return tree
@@ -173,7 +187,32 @@ class _Run:
         root_scope, units = eng.run(tree.root_node, self.spec)
         leaves = eng.merge(units)
         self._label(leaves)
+        if self.chunker.analyze and self.spec.root_kind == "module":
+            self._analyze(tree.root_node, root_scope, leaves, eng.scopes)
         return self._assemble(root_scope, leaves, eng.scopes)
+
+    def _analyze(self, root: Any, root_scope: Scope, leaves: list[Leaf], scopes: list[Scope]) -> None:
+        from . import analysis
+
+        grammar = self.spec.grammar
+        data = self.engine.data
+        root_scope.meta["imports"] = [i.to_dict() for i in analysis.file_imports(root, data, grammar)]
+        root_scope.meta["module_names"] = [i.to_dict() for i in analysis.module_names(root, data, grammar)]
+        doc = analysis._py_docstring(root) if grammar == "python" else None
+        root_scope.meta["module_docstring"] = (
+            data[doc.start_byte : doc.end_byte].decode("utf-8", "replace").strip("\"'rRbBuU \n") if doc else ""
+        )
+        for leaf in leaves:
+            if leaf.scope.spec is not self.spec:
+                continue  # embedded code of another language
+            leaf.meta["identifiers"] = sorted(analysis.identifiers(root, data, leaf.start, leaf.end, language=grammar))
+            leaf.meta["references"] = sorted(analysis.references(root, data, leaf.start, leaf.end, language=grammar))
+        for sc in scopes:
+            if sc.info is None or sc.spec is not self.spec:
+                continue
+            sc.meta["header_end_byte"] = analysis.header_end(sc.info.outer, data)
+            if sc.kind in _CLASS_LIKE:
+                sc.meta["skeleton"] = analysis.skeleton(sc.info.outer, data, grammar)
 
     def _plain(self, scope: Scope, levels: Any) -> list[Leaf]:
         leaves: list[Leaf] = []

@@ -220,7 +220,7 @@ class CodeIndex:
         if chunker is None:
             from ..chunker import ASTChunker
 
-            chunker = ASTChunker(max_tokens=max_tokens, tokenizer=tokenizer)
+            chunker = ASTChunker(max_tokens=max_tokens, tokenizer=tokenizer, analyze=True)
         self.chunker = chunker
         self.embedding = embedding
         self.summarizer = summarizer
@@ -915,17 +915,26 @@ def _analyze(tree: SpanTree, data: bytes) -> _FileInfo:
         grammar = get_spec(language).grammar
     except Exception:  # noqa: BLE001 - unknown language: no analysis, plain retrieval still works
         grammar = None
+    md = root_span.metadata
+    leaf_ids = {s.id for s in tree.leaves}
+    complete = "imports" in md and "module_names" in md and all(
+        "identifiers" in s.metadata for s in tree.leaves if s.language == language
+    ) and all(
+        "header_end_byte" in s.metadata
+        for s in tree.spans
+        if s.id not in leaf_ids and s.kind in (*_CLASS_KINDS, "function", "method") and s.language == language
+    )
     node_root = None
-    if grammar:
+    if grammar and not complete:
+        # Only for a chunker that did not record the analysis (ASTChunker(analyze=True) does).
         try:
             from .._grammar import get_parser
 
             node_root = get_parser(grammar).parse(data).root_node
         except Exception:  # noqa: BLE001 - a grammar that fails to load only costs the expansion
             node_root = None
-    if node_root is None:
+    if node_root is None and not complete:
         return info
-    md = root_span.metadata
     imports = [analysis.ImportInfo.from_dict(d) for d in md["imports"]] if "imports" in md else \
         analysis.file_imports(node_root, data, grammar)
     names = [analysis.ImportInfo.from_dict(d) for d in md["module_names"]] if "module_names" in md else \
@@ -942,7 +951,7 @@ def _analyze(tree: SpanTree, data: bytes) -> _FileInfo:
             name_to_binding.setdefault(n, idx)
     # Definition nodes, to find each class span's skeleton and header.
     defs: list[Any] = []
-    stack = [node_root]
+    stack = [node_root] if node_root is not None else []
     while stack:
         n = stack.pop()
         if n.type in _DEF_NODE_TYPES:
@@ -960,23 +969,27 @@ def _analyze(tree: SpanTree, data: bytes) -> _FileInfo:
             best = best.parent
         return best
 
-    leaf_ids = {s.id for s in tree.leaves}
     for span in tree.spans:
         if span.id == root_span.id and span.id not in leaf_ids:
             continue
         extra: dict[str, Any] = {}
         is_leaf = span.id in leaf_ids
         if is_leaf:
-            ids = set(span.metadata.get("identifiers") or ()) or analysis.identifiers(
-                node_root, data, span.start_byte, span.end_byte, language=grammar)
-            refs = span.metadata.get("references") or sorted(
-                analysis.references(node_root, data, span.start_byte, span.end_byte, language=grammar))
+            md_span = span.metadata
+            ids = set(md_span["identifiers"]) if "identifiers" in md_span else analysis.identifiers(
+                node_root, data, span.start_byte, span.end_byte, language=grammar) if node_root is not None else set()
+            refs = md_span["references"] if "references" in md_span else sorted(
+                analysis.references(node_root, data, span.start_byte, span.end_byte, language=grammar)
+            ) if node_root is not None else []
             extra["identifiers"] = sorted(ids)
             extra["references"] = sorted(refs)
             uses = sorted({name_to_binding[n] for n in ids if n in name_to_binding})
             # A binding the span itself contains is not "used from outside" (the imports leaf, a constant's leaf).
             extra["uses"] = [i for i in uses if not (span.start_byte <= info.bindings[i]["start"] < span.end_byte)]
-        if not is_leaf and span.kind in (*_CLASS_KINDS, "function", "method"):
+        missing = "header_end_byte" not in span.metadata or (
+            span.kind in _CLASS_KINDS and "skeleton" not in span.metadata
+        )
+        if not is_leaf and missing and span.kind in (*_CLASS_KINDS, "function", "method"):
             node = def_node(span)
             if node is not None:
                 if "header_end_byte" not in span.metadata:
@@ -986,10 +999,13 @@ def _analyze(tree: SpanTree, data: bytes) -> _FileInfo:
         if extra:
             info.per_span[span.id] = extra
     # Module docstring and top-level symbols for the file summary.
-    doc = analysis._py_docstring(node_root) if grammar == "python" else None
-    if doc is not None:
-        raw = doc.text.decode("utf-8", "replace")
-        info.docstring = raw.strip("\"'rRbBuU \n")
+    if "module_docstring" in md:
+        info.docstring = md["module_docstring"] or None
+    else:
+        doc = analysis._py_docstring(node_root) if grammar == "python" and node_root is not None else None
+        if doc is not None:
+            raw = doc.text.decode("utf-8", "replace")
+            info.docstring = raw.strip("\"'rRbBuU \n")
     for span in tree.spans:
         if span.parent_id == root_span.id and span.name and span.kind not in ("imports", "block", "comment"):
             if any(sym[1] == span.name for sym in info.top_symbols):
