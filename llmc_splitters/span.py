@@ -62,7 +62,9 @@ class Span:
         start_line: 1-based line of the first character.
         end_line: 1-based line of the last character (inclusive).
         parent_id: Id of the enclosing structural span, or ``None`` for the file span.
-        token_count: Exact number of tokens of ``text`` under the chunker's tokenizer.
+        token_count: Exact number of tokens of ``text`` under the chunker's tokenizer. For a structural span it
+            is the sum of its leaves' exact counts (``metadata["token_count_is_sum_of_leaves"]``), which is within
+            a few tokens of encoding its text whole and costs nothing.
         metadata: Everything else: ``signature``, ``docstring``, ``breadcrumb``, ``symbols``, ``split``, ...
     """
 
@@ -153,6 +155,7 @@ class SpanTree:
     leaves: tuple[Span, ...]
     _by_id: Mapping[str, Span] = field(repr=False, compare=False)
     _children: Mapping[str, tuple[Span, ...]] = field(repr=False, compare=False)
+    _leaf_ids: frozenset[str] = field(repr=False, compare=False, default=frozenset())
 
     @classmethod
     def build(cls, spans: list[Span], leaves: list[Span]) -> SpanTree:
@@ -170,6 +173,7 @@ class SpanTree:
             leaves=tuple(leaves),
             _by_id=by_id,
             _children={k: tuple(v) for k, v in children.items()},
+            _leaf_ids=frozenset(s.id for s in leaves),
         )
 
     def __iter__(self) -> Iterator[Span]:
@@ -200,10 +204,8 @@ class SpanTree:
         return out
 
     def is_leaf(self, span: Span) -> bool:
-        """Whether ``span`` is one of the leaves."""
-        return span.id not in self._children and span.id != self.root.id or (
-            span.id == self.root.id and len(self.leaves) == 1 and self.leaves[0].id == span.id
-        )
+        """Whether ``span`` is one of the leaves (the root is a leaf only of an empty file's tree, never)."""
+        return span.id in self._leaf_ids
 
     def find_symbol(self, name: str) -> list[Span]:
         """Spans whose qualified ``name`` equals ``name``, or whose ``metadata["symbols"]`` lists it."""
