@@ -157,8 +157,9 @@ class CodeNodeParser(NodeParser):
       class/function/section that had to be split) are emitted as nodes too, before their children, and linked:
       each node's ``PARENT`` is its enclosing span's node and each parent's ``CHILD`` lists its direct children in
       file order. Parent nodes are bigger than ``chunk_size`` by nature: give ``get_leaf_nodes(nodes)`` to the
-      vector index and all nodes to the docstore, as with ``HierarchicalNodeParser`` (``AutoMergingRetriever``
-      then works). With the default ``include_parents=False`` only leaves are emitted, every one fits
+      vector index and all nodes to the docstore, as with ``HierarchicalNodeParser``; docstore-based retrievers
+      such as ``AutoMergingRetriever`` follow the links. (The tree is as deep as the code: a split class's children
+      mix leaves and split methods, so levels are not uniform as in ``HierarchicalNodeParser``.) With the default ``include_parents=False`` only leaves are emitted, every one fits
       ``chunk_size``, and no relationship points to a node that does not exist; ``metadata["parent_id"]`` still
       names the enclosing span.
 
