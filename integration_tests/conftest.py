@@ -6,6 +6,7 @@ test that tried to reach the network would fail instead of silently depending on
 
 from __future__ import annotations
 
+import inspect
 import os
 import pathlib
 import shutil
@@ -68,3 +69,17 @@ def collection_name() -> str:
 
 def pytest_report_header(config):
     return f"stdlib sources from {STDLIB} (Python {sys.version.split()[0]})"
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_pycollect_makeitem(collector, name, obj):
+    """Mark async tests (langchain_tests' ``test_ainvoke_*``) for pytest-asyncio, as its auto mode would.
+
+    This wrapper runs inside pytest-asyncio's, so the mark is there when pytest-asyncio looks for it.
+    """
+    outcome = yield
+    result = outcome.get_result()
+    items = result if isinstance(result, list) else [result] if result is not None else []
+    for item in items:
+        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(getattr(item, "obj", None)):
+            item.add_marker(pytest.mark.asyncio)

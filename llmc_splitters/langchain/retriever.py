@@ -1,0 +1,293 @@
+"""``CodeParentRetriever``: the core :class:`~llmc_splitters.retrieval.CodeRetriever` as a LangChain retriever.
+
+Importing this module imports ``langchain_core`` (the opt-in). ``chromadb`` and ``bm25s`` load when a retriever is
+built; an embedding model only if you pass one.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..errors import ConfigurationError, missing_dependency
+
+try:
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict, Field
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/test_langchain_splitter.py
+    raise missing_dependency(exc.name or "langchain-core", "langchain") from exc
+
+from ..retrieval import CodeRetriever
+from ..retrieval.expand import Expansion, HitContext, expand, render_marker
+from ..retrieval.index import DEFAULT_INCLUDE, Hit
+from .splitter import path_of
+
+__all__ = ["CodeParentRetriever"]
+
+
+class CodeParentRetriever(BaseRetriever):
+    """Search code by BM25 (and embeddings, if given) and return each hit with its parent context.
+
+    Each of the ``k`` best leaf spans becomes one ``Document`` whose ``page_content`` is the hit, verbatim, plus the
+    context that makes it readable alone, as far as the budget allows: the header lines of the class/function it
+    sits in, the imports and module-level names it uses, and its enclosing scope whole (or the class skeleton when
+    the scope is too big). Each slice is preceded by a ``# path:start-end`` marker line. The ``page_content`` of all
+    returned documents add up to at most ``max_context_tokens`` tokens: hits come first (a later hit is always
+    reserved room for its own text before an earlier one gets context), context shown in an earlier document is not
+    repeated, and a hit too big for its share is cut at a line boundary and marked ``(truncated)``. You get fewer
+    than ``k`` documents only when the index has fewer matching spans or the budget cannot hold ``k`` hits.
+
+    ``metadata``: ``source``, ``start_line``/``end_line`` (the hit span), ``language``, ``kind``, ``symbol``,
+    ``span_id``, ``parent_id``, ``breadcrumb``, ``score`` (fused RRF score), ``rank``, ``confidence`` (of the query,
+    see ``CodeIndex.search``), ``context_tokens`` (tokens of ``page_content``), ``truncated`` and ``context_lines``
+    (``["path:start-end", ...]`` of every slice shown).
+
+    The plain constructor indexes what it is given (``documents``, ``texts`` or ``directory``) into Chroma: an
+    embedded store at ``path``, a server at ``host``/``port``, a ready ``client``, or (with none of these) a fresh
+    in-memory collection. ``embedding=None`` is lexical-only (BM25, no model); any LangChain ``Embeddings`` makes
+    search hybrid. ``k`` and ``max_context_tokens`` can also be given to ``invoke``.
+
+    Args:
+        documents: Whole-file ``Document``s (as LangChain loaders return them); the path is ``metadata["source"]``
+            (or ``"file_path"``), else ``document-<i>``.
+        texts: ``{path: text}`` to index.
+        directory: A directory to index (files matching ``include``, minus ``exclude``; paths stored relative).
+        include: Glob patterns for ``directory``.
+        exclude: Glob patterns to skip in ``directory``.
+        embedding: A LangChain ``Embeddings`` (hybrid search) or ``None`` (BM25 only).
+        path: Directory of an embedded (persistent) Chroma store.
+        host: Chroma server host.
+        port: Chroma server port.
+        client: A ready Chroma client.
+        collection_name: Chroma collection (default: ``llmc_spans`` in a persistent store or server, a fresh name
+            in memory).
+        code_retriever: A ready :class:`~llmc_splitters.retrieval.CodeRetriever` (then no store/embedding args).
+        max_tokens: Leaf span size used when indexing.
+        tokenizer: Token counter for leaves and for ``max_context_tokens`` (default cl100k).
+        k: Number of documents to return.
+        max_context_tokens: Token budget of all returned ``page_content`` together.
+        expand_context: Add parent context (``False``: the hits only).
+        multi_stage: Search file/class summaries first, then the leaves inside the best ones.
+
+    Raises:
+        ConfigurationError: An invalid setting, or two different documents with the same path.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> retriever = CodeParentRetriever.from_documents(
+        ...     [Document(page_content="import os\\n\\ndef home():\\n    return os.environ['HOME']\\n",
+        ...               metadata={"source": "m.py"})],
+        ...     embedding=None, k=1, max_context_tokens=200)
+        >>> print(retriever.invoke("home directory")[0].page_content)
+        # m.py:1-1
+        import os
+        # m.py:3-4
+        def home():
+            return os.environ['HOME']
+        <BLANKLINE>
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    k: int = Field(default=4, description="Number of documents to return.")
+    max_context_tokens: int = Field(default=2048, description="Token budget of all returned page_content together.")
+    expand_context: bool = Field(default=True, description="Add parent context around each hit.")
+    multi_stage: bool = Field(default=False, description="Search summaries first, then leaves inside them.")
+    code_retriever: Any = Field(default=None, exclude=True, description="The core CodeRetriever.")
+
+    def __init__(
+        self,
+        *,
+        documents: Iterable[Document] | None = None,
+        texts: Mapping[str, str] | None = None,
+        directory: str | os.PathLike[str] | None = None,
+        include: Sequence[str] = DEFAULT_INCLUDE,
+        exclude: Sequence[str] = (),
+        embedding: Any = None,
+        path: str | os.PathLike[str] | None = None,
+        host: str | None = None,
+        port: int | None = None,
+        client: Any = None,
+        collection_name: str | None = None,
+        code_retriever: CodeRetriever | None = None,
+        max_tokens: int = 512,
+        tokenizer: Any = None,
+        k: int = 4,
+        max_context_tokens: int = 2048,
+        expand_context: bool = True,
+        multi_stage: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """Build (or wrap) the index and index what is given; see the class docstring."""
+        _check_positive("k", k)
+        _check_positive("max_context_tokens", max_context_tokens)
+        if code_retriever is None:
+            if collection_name is None:
+                # In-memory Chroma clients share one process-wide store: a fresh collection keeps retrievers apart.
+                in_memory = path is None and host is None and client is None
+                collection_name = f"llmc_{uuid.uuid4().hex}" if in_memory else "llmc_spans"
+            code_retriever = CodeRetriever(
+                path=path, host=host, port=port, client=client, collection=collection_name, embedding=embedding,
+                max_tokens=max_tokens, tokenizer=tokenizer, k=k, max_context_tokens=max_context_tokens,
+            )
+        elif any(x is not None for x in (embedding, path, host, client, collection_name)):
+            msg = "code_retriever= already holds its store and embedding; do not also pass embedding/path/host/client"
+            raise ConfigurationError(msg)
+        super().__init__(
+            k=k,
+            max_context_tokens=max_context_tokens,
+            expand_context=expand_context,
+            multi_stage=multi_stage,
+            code_retriever=code_retriever,
+            **kwargs,
+        )
+        files = dict(texts or {})
+        if documents is not None:
+            files.update(_files_of(documents, taken=files))
+        if files:
+            code_retriever.index_texts(files)
+        if directory is not None:
+            code_retriever.index_directory(directory, include=include, exclude=exclude, prune=False)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Iterable[Document],
+        embedding: Any = None,
+        k: int = 4,
+        max_context_tokens: int = 2048,
+        **kwargs: Any,
+    ) -> CodeParentRetriever:
+        """Index whole-file ``documents`` (loader output) and return a retriever over them."""
+        return cls(documents=documents, embedding=embedding, k=k, max_context_tokens=max_context_tokens, **kwargs)
+
+    @classmethod
+    def from_directory(
+        cls,
+        directory: str | os.PathLike[str],
+        embedding: Any = None,
+        k: int = 4,
+        max_context_tokens: int = 2048,
+        **kwargs: Any,
+    ) -> CodeParentRetriever:
+        """Index the source files under ``directory`` (see ``include``/``exclude``) and return a retriever."""
+        return cls(directory=directory, embedding=embedding, k=k, max_context_tokens=max_context_tokens, **kwargs)
+
+    # ------------------------------------------------------------------ retrieval
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        max_context_tokens: int | None = None,
+    ) -> list[Document]:
+        k = self.k if k is None else k
+        budget = self.max_context_tokens if max_context_tokens is None else max_context_tokens
+        _check_positive("k", k)
+        _check_positive("max_context_tokens", budget)
+        found, packed = per_hit_contexts(self.code_retriever, query, k, budget, self.expand_context, self.multi_stage)
+        return [_document(hit, exp, found.confidence) for hit, exp in packed]
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        msg = f"{name} must be a positive integer, got {value!r}"
+        raise ConfigurationError(msg)
+
+
+def _files_of(documents: Iterable[Document], taken: Mapping[str, str]) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for i, doc in enumerate(documents):
+        key = path_of(doc.metadata or {}) or f"document-{i}"
+        text = doc.page_content
+        if files.get(key, text) != text or taken.get(key, text) != text:
+            msg = (
+                f"two different documents have the path {key!r}; pass one Document per file (whole files, as "
+                "document loaders return them), not chunks"
+            )
+            raise ConfigurationError(msg)
+        files[key] = text
+    return files
+
+
+def _document(hit: Hit, exp: Expansion, confidence: float) -> Document:
+    span = hit.span
+    meta = {k: v for k, v in span.to_metadata().items() if k not in ("start_byte", "end_byte", "token_count")}
+    meta.update(
+        score=hit.score,
+        rank=hit.rank,
+        confidence=confidence,
+        context_tokens=exp.token_count,
+        truncated=any(p.truncated for p in exp.pieces),
+        context_lines=[f"{p.path}:{p.start_line}-{p.end_line}" for p in exp.pieces],
+    )
+    return Document(id=span.id, page_content=exp.context, metadata=meta)
+
+
+# NOTE: per_hit_contexts is framework-free and mirrored in llmc_splitters/llama_index/retriever.py; it belongs in
+# the retrieval core (CodeRetriever), where both faces could share it.
+def per_hit_contexts(
+    core: CodeRetriever, query: str, k: int, budget: int, expand_context: bool, multi_stage: bool
+) -> tuple[Any, list[tuple[Hit, Expansion]]]:
+    """Search, then give each hit its own expansion so that all of them together fit ``budget`` tokens.
+
+    Hits are served in rank order. Before hit ``i`` gets context, the hits after it are reserved room for their own
+    text (at most an equal share of the budget each), so ``k`` hits come back whenever ``k`` bare hits fit. Imports
+    and scopes already shown for an earlier hit are not repeated.
+    """
+    found = core.search(query, k, multi_stage=multi_stage)
+    hits = list(found.hits)
+    count = core.tokenizer.count
+    bare = [
+        count(render_marker(core.marker, h.span.path, h.span.start_line, h.span.end_line) + "\n" + h.span.text)
+        for h in hits
+    ]
+    share = budget // max(1, len(hits))
+    used = 0
+    shown: list[tuple[str | None, int, int]] = []
+    skeletons: set[tuple[str | None, int, int]] = set()
+    out: list[tuple[Hit, Expansion]] = []
+    for i, hit in enumerate(hits):
+        room = budget - used - sum(min(b, share) for b in bare[i + 1 :])
+        if room <= 0:
+            continue
+        ctx = _unseen(core.index.hit_context(hit.span, hit.score), shown, skeletons)
+        exp = expand(
+            [ctx], room, count, cut=core.tokenizer.cut, marker=core.marker,
+            include_scopes=expand_context, include_imports=expand_context,
+        )
+        if not exp.pieces:
+            continue
+        used += exp.token_count
+        for p in exp.pieces:
+            if p.kind == "skeleton":
+                skeletons.add((p.path, p.start_line, p.end_line))
+            else:
+                shown.append((p.path, p.start_line, p.end_line))
+        out.append((hit, exp))
+    return found, out
+
+
+def _inside(path: str | None, start: int, end: int, shown: list[tuple[str | None, int, int]]) -> bool:
+    return any(p == path and a <= start and end <= b for p, a, b in shown)
+
+
+def _unseen(ctx: HitContext, shown: list[tuple[str | None, int, int]], skeletons: set[Any]) -> HitContext:
+    """``ctx`` without the imports, headers and skeletons an earlier document already shows."""
+    imports = tuple(s for s in ctx.imports if not _inside(s.path, s.start_line, s.end_line, shown))
+    scopes = []
+    for sc in ctx.scopes:
+        snip = sc.snippet
+        if sc.header is not None and _inside(sc.header.path, sc.header.start_line, sc.header.end_line, shown):
+            sc = replace(sc, header=None)
+        if sc.skeleton and (snip.path, snip.start_line, snip.end_line) in skeletons:
+            sc = replace(sc, skeleton=None)
+        scopes.append(sc)
+    return replace(ctx, imports=imports, scopes=tuple(scopes))
