@@ -136,6 +136,30 @@ SPECS: dict[str, LanguageSpec] = {
         },
         root_kind="document",
     ),
+    # Single-file components: the same script/style elements as HTML (a `lang="ts"` script is still parsed as
+    # JavaScript, which tolerates most TypeScript with local errors; reading the attribute needs the engine).
+    "vue": LanguageSpec(
+        name="vue",
+        grammar="vue",
+        extensions=(".vue",),
+        attach_forward=frozenset({"comment"}),
+        injections={
+            "script_element": Injection("raw_text", language="javascript"),
+            "style_element": Injection("raw_text", language="css"),
+        },
+        root_kind="document",
+    ),
+    "svelte": LanguageSpec(
+        name="svelte",
+        grammar="svelte",
+        extensions=(".svelte",),
+        attach_forward=frozenset({"comment"}),
+        injections={
+            "script_element": Injection("raw_text", language="javascript"),
+            "style_element": Injection("raw_text", language="css"),
+        },
+        root_kind="document",
+    ),
     "text": LanguageSpec(
         name="text", grammar=None, extensions=(".txt", ".text", ".rst", ".log"), root_kind="document", glue_kind="text"
     ),
