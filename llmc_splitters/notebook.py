@@ -1,0 +1,453 @@
+"""Jupyter notebooks (``.ipynb``): one document per notebook, spans per cell.
+
+A notebook is JSON; what people ask about is the cells' source. :func:`chunk_notebook` reads the JSON with the
+standard library (nbformat is not needed), checks its shape, and chunks each cell on its own:
+
+* markdown cells through the Markdown path (sections, heading paths, fences chunked as code);
+* code cells as code in the kernel's language (``metadata.kernelspec.language``, else
+  ``metadata.language_info.name``, else Python), or in the language a cell magic names (``%%bash``,
+  ``%%writefile util.js``, ...);
+* raw cells as plain text.
+
+A cell that fits the token budget is one span, even when it holds several definitions (a cell is the author's
+unit); when it holds exactly one, the span takes that definition's kind and name (else the language's kind for
+statements: ``block`` for code, ``text`` for Markdown and raw cells). A cell over budget is chunked
+like a file of its language. Offsets and line numbers refer to the cell: the spans of one cell join back to that
+cell's source exactly. Each span records ``cell_index``, ``cell_type`` (and ``execution_count`` and ``cell_id`` when
+the cell has them) in its metadata, and the notebook's heading path at that point (from the markdown cells above)
+in ``metadata["breadcrumb"]``, so a code cell under "## Load the data" is found by that heading.
+
+Outputs are left out by default. With ``include_outputs=True``, text outputs (stream text, and the ``text/plain``
+of results and displays) become separate ``output`` spans (language ``text``), chunked like plain text, with
+``output_index`` and ``output_type`` in their metadata; offsets and lines refer to the output's text.
+
+A file that is not a notebook (bad JSON, a truncated file, missing cells, a wrong shape) raises
+:class:`~llmc_splitters.errors.MalformedNotebookError` saying what is wrong and where.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import MalformedNotebookError, UnsupportedInputError
+from .languages import detect_language, get_spec, normalize_language
+from .span import Span, span_id
+
+CELL_TYPES = ("code", "markdown", "raw")
+DEFAULT_LANGUAGE = "python"
+# Cell magics whose body is another language (`%%bash`); `%%writefile name` takes the file's language.
+_MAGIC_LANGUAGES = {
+    "bash": "bash", "sh": "bash", "script": None, "html": "html", "javascript": "javascript", "js": "javascript",
+    "markdown": "markdown", "ruby": "ruby", "perl": "perl", "sql": "sql", "svg": "xml",
+}
+_MAGIC = re.compile(r"\A[ \t]*%%([A-Za-z_]+)[ \t]*([^\n]*)")
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_WHOLE_KINDS_SKIP = frozenset({"imports", "block", "comment", "code", "text", "section", "front_matter", "table",
+                                "list", "html"})
+
+
+@dataclass(frozen=True)
+class NotebookOutput:
+    """A text output of a code cell (stream text or the ``text/plain`` of a result or display)."""
+
+    index: int
+    output_type: str
+    text: str
+    name: str | None = None  # stream name ("stdout", "stderr")
+
+
+@dataclass(frozen=True)
+class NotebookCell:
+    """One cell of a notebook, as read from its JSON."""
+
+    index: int
+    cell_type: str
+    source: str
+    language: str
+    execution_count: int | None = None
+    cell_id: str | None = None
+    magic: str | None = None
+    outputs: tuple[NotebookOutput, ...] = ()
+
+
+def read_notebook(source: str | bytes | Mapping[str, Any], *, path: str | None = None) -> list[NotebookCell]:
+    """Parse and check a notebook; return its cells (with their languages) in order.
+
+    Args:
+        source: The ``.ipynb`` file's content (``str`` or UTF-8 ``bytes``) or the already parsed JSON object.
+        path: The notebook's path, used in error messages.
+
+    Raises:
+        MalformedNotebookError: Not JSON, truncated, or not shaped like an nbformat 4 notebook.
+    """
+    where = path or "notebook"
+    nb = _load(source, where)
+    if not isinstance(nb, Mapping):
+        _fail(where, f"expected a JSON object at the top level, got {_type(nb)}")
+    if "worksheets" in nb or (isinstance(nb.get("nbformat"), int) and nb["nbformat"] < 4):
+        _fail(
+            where,
+            f"nbformat {nb.get('nbformat', 3)} notebooks are not supported; convert it with "
+            "`jupyter nbconvert --to notebook --nbformat 4`",
+        )
+    if "nbformat" in nb and not isinstance(nb["nbformat"], int):
+        _fail(where, f"'nbformat' must be an integer, got {_type(nb['nbformat'])}")
+    if "cells" not in nb:
+        _fail(where, "no 'cells' list: this JSON is not a Jupyter notebook")
+    cells = nb["cells"]
+    if not isinstance(cells, list):
+        _fail(where, f"'cells' must be a list, got {_type(cells)}")
+    meta = nb.get("metadata", {})
+    if not isinstance(meta, Mapping):
+        _fail(where, f"'metadata' must be an object, got {_type(meta)}")
+    kernel_language = _kernel_language(meta)
+    return [_cell(raw, i, kernel_language, where) for i, raw in enumerate(cells)]
+
+
+def chunk_notebook(
+    source: str | bytes | Mapping[str, Any],
+    chunker: Any,
+    *,
+    path: str | None = None,
+    include_outputs: bool = False,
+) -> list[Span]:
+    """Spans of every cell of a notebook, in notebook order.
+
+    Args:
+        source: The ``.ipynb`` content (``str``/``bytes``) or its parsed JSON object.
+        chunker: An :class:`~llmc_splitters.ASTChunker` (its budget, tokenizer and overlap apply to each cell).
+        path: The notebook's path, recorded in every span and used in error messages.
+        include_outputs: Also return the text outputs of code cells as ``output`` spans.
+
+    Returns:
+        Leaf spans. For each cell, ``"".join(s.text for s in spans of that cell) == cell source``; offsets and
+        lines refer to the cell (or to the output, for ``output`` spans). Ids are unique across the notebook;
+        ``parent_id`` names the structural span a piece was cut from inside its cell (not returned).
+
+    Raises:
+        MalformedNotebookError: See :func:`read_notebook`.
+
+    Example:
+        >>> from llmc_splitters import ASTChunker
+        >>> nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        ...     {"cell_type": "markdown", "metadata": {}, "source": ["# Tides\\n"]},
+        ...     {"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [],
+        ...      "source": "def high(xs):\\n    return max(xs)\\n"}]}
+        >>> [(s.kind, s.name, s.metadata["cell_index"], s.metadata["breadcrumb"])
+        ...  for s in chunk_notebook(nb, ASTChunker(max_tokens=64), path="tides.ipynb")]
+        [('section', 'Tides', 0, 'Tides'), ('function', 'high', 1, 'Tides > high')]
+    """
+    cells = read_notebook(source, path=path)
+    headings = _HeadingPath()
+    spans: list[Span] = []
+    for cell in cells:
+        outer = headings.path()
+        line_paths = headings.feed(cell.source) if cell.cell_type == "markdown" else None
+        base: dict[str, Any] = {"cell_index": cell.index, "cell_type": cell.cell_type}
+        if cell.cell_type == "code":
+            base["execution_count"] = cell.execution_count
+        if cell.cell_id is not None:
+            base["cell_id"] = cell.cell_id
+        if cell.magic is not None:
+            base["cell_magic"] = cell.magic
+        local = _HeadingPath().feed(cell.source) if line_paths is not None else None
+        for span in _chunk_cell(cell, chunker, path):
+            name, crumb = _locate(span, outer, line_paths, local)
+            meta = {**span.metadata, **base}
+            if crumb:
+                meta["breadcrumb"] = crumb
+            else:
+                meta.pop("breadcrumb", None)
+            spans.append(dataclasses.replace(span, name=name, metadata=meta))
+        if include_outputs:
+            for out in cell.outputs:
+                for span in _chunk_output(out, cell, chunker, path):
+                    meta = {**span.metadata, **base, "output_index": out.index, "output_type": out.output_type}
+                    if out.name:
+                        meta["stream"] = out.name
+                    if outer:
+                        meta["breadcrumb"] = " > ".join(outer)
+                    spans.append(dataclasses.replace(span, metadata=meta))
+    return spans
+
+
+def _locate(
+    span: Span, outer: list[str], line_paths: list[list[str]] | None, local: list[list[str]] | None
+) -> tuple[str | None, str]:
+    """A span's name and breadcrumb in the notebook: the headings of the markdown cells above come first."""
+    inner = span.metadata.get("breadcrumb") or ""
+    if line_paths is None or local is None:
+        # Code and raw cells: the notebook's heading path, then the definitions the span sits in.
+        return span.name, " > ".join([*outer, *([inner] if inner else [])])
+    # A markdown cell: the engine's path is relative to the cell (its own headings, then the definitions of a
+    # fence chunked as code); the notebook's path at that line replaces the cell's part of it.
+    here = " > ".join(local[span.start_line])
+    full = line_paths[span.start_line]
+    if not here:
+        tail = inner
+    elif inner == here or inner.startswith(here + " > "):
+        tail = inner[len(here) :].removeprefix(" > ")
+    else:
+        tail = ""
+    crumb = " > ".join([*full, *([tail] if tail else [])])
+    name = span.name
+    if span.language == "markdown" and span.kind == "section":
+        name = crumb or None
+    elif name and name == here:
+        name = " > ".join(full)  # a piece named after its section
+    return name, crumb
+
+
+# ------------------------------------------------------------------------------------------------ chunking a cell
+def _chunk_cell(cell: NotebookCell, chunker: Any, path: str | None) -> list[Span]:
+    """The cell's spans (cell-relative offsets), ids salted with the cell index."""
+    if not cell.source:
+        return []
+    tree = chunker.chunk_tree(cell.source, language=cell.language, path=path)
+    salt = f"cell{cell.index}"
+    ids = {s.id: _salted(s, path, salt) for s in tree.spans}
+
+    def relink(s: Span) -> Span:
+        return dataclasses.replace(s, id=ids[s.id], parent_id=ids.get(s.parent_id) if s.parent_id else None)
+
+    leaves = list(tree.leaves)
+    if len(leaves) > 1 and chunker.count_tokens(cell.source) <= chunker.max_tokens:
+        return [_whole_cell(cell, leaves, tree.root, ids, path, chunker)]
+    return [relink(s) for s in leaves]
+
+
+def _whole_cell(cell: NotebookCell, leaves: list[Span], root: Span, ids: dict[str, str], path: str | None,
+                chunker: Any) -> Span:
+    """One span for a cell that fits: named after its single top-level definition, if it has exactly one."""
+    text = cell.source
+    defs = [s for s in leaves if s.kind not in _WHOLE_KINDS_SKIP and s.name]
+    kind, name, meta = get_spec(cell.language).glue_kind, None, {}
+    if len(defs) == 1:
+        kind, name = defs[0].kind, defs[0].name
+        meta = {k: v for k, v in defs[0].metadata.items() if k in ("signature", "docstring", "decorators")}
+        meta["breadcrumb"] = defs[0].metadata.get("breadcrumb", name)
+    elif cell.cell_type == "markdown":
+        crumbs = {s.metadata.get("breadcrumb") for s in leaves}
+        if len(crumbs) == 1 and None not in crumbs:
+            meta["breadcrumb"] = crumbs.pop()
+    symbols = [sym for s in leaves for sym in s.metadata.get("symbols", ())]
+    if symbols:
+        meta["symbols"] = symbols
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    return Span(
+        id=span_id(path, 0, size, text, salt=f"cell{cell.index}:{kind}"),
+        path=path,
+        language=root.language,
+        kind=kind,
+        name=name,
+        text=text,
+        start_byte=0,
+        end_byte=size,
+        start_char=0,
+        end_char=len(text),
+        start_line=1,
+        end_line=max(lines, 1),
+        parent_id=ids[root.id],
+        token_count=chunker.count_tokens(text),
+        metadata=meta,
+    )
+
+
+def _chunk_output(out: NotebookOutput, cell: NotebookCell, chunker: Any, path: str | None) -> list[Span]:
+    if not out.text:
+        return []
+    tree = chunker.chunk_tree(out.text, language="text", path=path)
+    salt = f"cell{cell.index}:out{out.index}"
+    ids = {s.id: _salted(s, path, salt) for s in tree.spans}
+    return [
+        dataclasses.replace(s, id=ids[s.id], parent_id=ids.get(s.parent_id) if s.parent_id else None, kind="output")
+        for s in tree.leaves
+    ]
+
+
+def _salted(s: Span, path: str | None, salt: str) -> str:
+    return span_id(path, s.start_byte, s.end_byte, s.text, salt=f"{salt}:{s.kind}")
+
+
+# ------------------------------------------------------------------------------------------------- heading path
+class _HeadingPath:
+    """The notebook's heading path, carried across markdown cells (ATX and setext headings, fences skipped)."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[int, str]] = []
+
+    def path(self) -> list[str]:
+        return [title for _, title in self.stack]
+
+    def feed(self, text: str) -> list[list[str]]:
+        """Consume one markdown cell; return the path in force at each of its lines (index = 1-based line)."""
+        paths = [self.path()]
+        fence: str | None = None
+        prev = ""
+        for line in text.split("\n"):
+            m = _FENCE.match(line)
+            if fence is not None:
+                if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                    fence = None
+            elif m:
+                fence = m.group(1)
+            elif (h := _ATX.match(line)) is not None:
+                self._push(len(h.group(1)), (h.group(2) or "").strip())
+            elif (s := _SETEXT.match(line)) is not None and prev.strip() and not _ATX.match(prev):
+                # A paragraph line followed by === or ---: that line was a heading from its own line on.
+                self._push(1 if s.group(1)[0] == "=" else 2, prev.strip())
+                paths[-1] = self.path()
+            paths.append(self.path())
+            prev = line if fence is None else ""
+        return paths
+
+    def _push(self, level: int, title: str) -> None:
+        while self.stack and self.stack[-1][0] >= level:
+            self.stack.pop()
+        self.stack.append((level, title))
+
+
+# ------------------------------------------------------------------------------------------------ reading the JSON
+def _load(source: str | bytes | Mapping[str, Any], where: str) -> Any:
+    if isinstance(source, Mapping):
+        return source
+    if isinstance(source, (bytes, bytearray)):
+        data = bytes(source)
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        try:
+            source = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            _fail(where, f"not UTF-8 text (bad byte at offset {exc.start}); a notebook is UTF-8 JSON")
+    if not isinstance(source, str):
+        msg = f"{where}: expected the notebook's JSON as str, bytes or a dict, got {_type(source)}"
+        raise MalformedNotebookError(msg)
+    if not source.strip():
+        _fail(where, "the file is empty; expected notebook JSON")
+    try:
+        return json.loads(source)
+    except json.JSONDecodeError as exc:
+        hint = ""
+        if not source.lstrip().startswith(("{", "[")) and source.strip().endswith(".ipynb"):
+            hint = " (this looks like a path: pass the file's content, not its name)"
+        elif exc.pos >= len(source.rstrip()) or exc.msg.startswith("Unterminated string"):
+            hint = " (the text ends before the JSON does: is the file truncated?)"
+        what = exc.msg if exc.msg.endswith(" at") else f"{exc.msg} at"
+        _fail(where, f"not valid JSON: {what} line {exc.lineno}, column {exc.colno}{hint}")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _kernel_language(meta: Mapping[str, Any]) -> str:
+    candidates = []
+    kernelspec = meta.get("kernelspec")
+    if isinstance(kernelspec, Mapping):
+        candidates.append(kernelspec.get("language"))
+    info = meta.get("language_info")
+    if isinstance(info, Mapping):
+        candidates.append(info.get("name"))
+    for lang in candidates:
+        if isinstance(lang, str) and lang.strip():
+            return _known(lang) or "text"
+    return DEFAULT_LANGUAGE
+
+
+def _known(language: str) -> str | None:
+    """``language`` normalized if the chunker can parse it, else ``None``."""
+    try:
+        return get_spec(normalize_language(language)).name
+    except UnsupportedInputError:
+        return None
+
+
+def _cell(raw: Any, i: int, kernel_language: str, where: str) -> NotebookCell:
+    at = f"cells[{i}]"
+    if not isinstance(raw, Mapping):
+        _fail(where, f"{at} must be an object, got {_type(raw)}")
+    cell_type = raw.get("cell_type")
+    if cell_type not in CELL_TYPES:
+        got = f"{cell_type!r}" if isinstance(cell_type, str) else _type(cell_type) if "cell_type" in raw else "nothing"
+        _fail(where, f"{at}.cell_type must be one of {', '.join(CELL_TYPES)}, got {got}")
+    if "source" not in raw:
+        _fail(where, f"{at} ({cell_type} cell) has no 'source'")
+    source = _multiline(raw["source"], f"{at}.source", where)
+    cell_id = raw.get("id")
+    if cell_id is not None and not isinstance(cell_id, str):
+        _fail(where, f"{at}.id must be a string, got {_type(cell_id)}")
+    if cell_type == "markdown":
+        return NotebookCell(i, cell_type, source, "markdown", cell_id=cell_id)
+    if cell_type == "raw":
+        return NotebookCell(i, cell_type, source, "text", cell_id=cell_id)
+    count = raw.get("execution_count")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+        _fail(where, f"{at}.execution_count must be an integer or null, got {_type(count)}")
+    outputs_raw = raw.get("outputs", [])
+    if not isinstance(outputs_raw, list):
+        _fail(where, f"{at}.outputs must be a list, got {_type(outputs_raw)}")
+    outputs = tuple(o for k, r in enumerate(outputs_raw) if (o := _output(r, f"{at}.outputs[{k}]", k, where)))
+    language, magic = _cell_language(source, kernel_language)
+    return NotebookCell(i, cell_type, source, language, count, cell_id, magic, outputs)
+
+
+def _cell_language(source: str, kernel_language: str) -> tuple[str, str | None]:
+    m = _MAGIC.match(source)
+    if m is None:
+        return kernel_language, None
+    magic, arg = m.group(1), m.group(2).strip()
+    if magic == "writefile" and arg:
+        return detect_language(arg.split()[-1]), magic
+    if magic == "script" and arg:
+        return _known(arg.split()[0]) or "text", magic
+    lang = _MAGIC_LANGUAGES.get(magic)
+    if lang is None:
+        return kernel_language, magic  # %%time, %%capture, ...: the body is the kernel's language
+    return (_known(lang) or "text"), magic
+
+
+def _output(raw: Any, at: str, k: int, where: str) -> NotebookOutput | None:
+    if not isinstance(raw, Mapping):
+        _fail(where, f"{at} must be an object, got {_type(raw)}")
+    kind = raw.get("output_type")
+    if not isinstance(kind, str):
+        _fail(where, f"{at}.output_type must be a string, got {_type(kind) if 'output_type' in raw else 'nothing'}")
+    if kind == "stream":
+        text = _multiline(raw.get("text", ""), f"{at}.text", where)
+        name = raw.get("name")
+        return NotebookOutput(k, kind, text, name if isinstance(name, str) else None)
+    if kind in ("execute_result", "display_data"):
+        data = raw.get("data", {})
+        if not isinstance(data, Mapping):
+            _fail(where, f"{at}.data must be an object, got {_type(data)}")
+        if "text/plain" not in data:
+            return None
+        return NotebookOutput(k, kind, _multiline(data["text/plain"], f"{at}.data['text/plain']", where))
+    return None  # errors (tracebacks) and unknown output types carry no text worth indexing
+
+
+def _multiline(value: Any, at: str, where: str) -> str:
+    """nbformat's multiline string: a string, or a list of strings to concatenate."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "".join(value)
+    if isinstance(value, list):
+        bad = next(k for k, v in enumerate(value) if not isinstance(v, str))
+        _fail(where, f"{at}[{bad}] must be a string, got {_type(value[bad])}")
+    _fail(where, f"{at} must be a string or a list of strings, got {_type(value)}")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _type(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number",
+            bool: "a boolean", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _fail(where: str, what: str) -> None:
+    raise MalformedNotebookError(f"{where}: {what}")
