@@ -53,13 +53,69 @@ def minilm():
     return MiniLMEmbedding()
 
 
+@pytest.fixture(scope="session")
+def minilm_langchain(minilm):
+    """The MiniLM as a LangChain ``Embeddings`` (langchain-huggingface is not needed)."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.embeddings import Embeddings
+
+    class MiniLMEmbeddings(Embeddings):
+        def __init__(self, model) -> None:
+            self.model = model
+            self.name = model.name
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return self.model.embed_documents(list(texts))
+
+        def embed_query(self, text: str) -> list[float]:
+            return self.model.embed_query(text)
+
+    return MiniLMEmbeddings(minilm)
+
+
+@pytest.fixture(scope="session")
+def minilm_llama_index(minilm):
+    """The MiniLM as a LlamaIndex ``BaseEmbedding``."""
+    pytest.importorskip("llama_index.core")
+    from typing import Any
+
+    from llama_index.core.bridge.pydantic import PrivateAttr
+    from llama_index.core.embeddings import BaseEmbedding
+
+    class MiniLMEmbed(BaseEmbedding):
+        _model: Any = PrivateAttr()
+
+        def __init__(self, model: Any, **kwargs: Any) -> None:
+            super().__init__(model_name="all-MiniLM-L6-v2", embed_batch_size=32, **kwargs)
+            self._model = model
+
+        @classmethod
+        def class_name(cls) -> str:
+            return "MiniLMEmbed"
+
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return self._model.embed_query(query)
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return self._model.embed_documents([text])[0]
+
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            return self._model.embed_documents(list(texts))
+
+    return MiniLMEmbed(minilm)
+
+
 @pytest.fixture
 def chroma_client():
     """An in-memory Chroma client with telemetry off."""
     chromadb = pytest.importorskip("chromadb")
     from chromadb.config import Settings
 
-    return chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False, allow_reset=True))
+    # The same settings as the core's in-memory store: chromadb allows one set of settings per process.
+    return chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
 
 
 @pytest.fixture

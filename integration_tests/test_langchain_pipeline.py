@@ -20,26 +20,13 @@ from langchain_community.document_loaders import DirectoryLoader, TextLoader  # 
 from langchain_community.document_loaders.generic import GenericLoader  # noqa: E402
 from langchain_community.document_loaders.parsers.txt import TextParser  # noqa: E402
 from langchain_core.documents import Document  # noqa: E402
-from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings  # noqa: E402
+from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter  # noqa: E402
 
 from llmc_splitters.langchain import CodeTextSplitter  # noqa: E402
 
 CHUNK = 256
-
-
-class MiniLMEmbeddings(Embeddings):
-    """A LangChain ``Embeddings`` over the packaged MiniLM (langchain-huggingface is not needed)."""
-
-    def __init__(self, model) -> None:
-        self.model = model
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.model.embed_documents(list(texts))
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.model.embed_query(text)
 
 
 def format_docs(docs: list[Document]) -> str:
@@ -119,13 +106,13 @@ def test_chroma_from_code_chunks_then_retriever_chain(stdlib_dir, chroma_client,
     assert context.startswith(first + target.page_content)
 
 
-def test_chroma_with_minilm_finds_code_by_meaning(stdlib_dir, chroma_client, collection_name, minilm):
+def test_chroma_with_minilm_finds_code_by_meaning(stdlib_dir, chroma_client, collection_name, minilm_langchain):
     # MiniLM reads at most 254 word pieces: keep chunks well inside that.
     chunks = CodeTextSplitter(chunk_size=128, context_header=True, header_reserve=24).split_documents(
         load_directory(stdlib_dir)
     )
     store = Chroma.from_documents(
-        chunks, MiniLMEmbeddings(minilm), client=chroma_client, collection_name=collection_name
+        chunks, minilm_langchain, client=chroma_client, collection_name=collection_name
     )
     retriever = store.as_retriever(search_kwargs={"k": 4})
     expectations = {

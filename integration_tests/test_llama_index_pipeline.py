@@ -16,8 +16,7 @@ pytest.importorskip("llama_index.core")
 pytest.importorskip("llama_index.vector_stores.chroma")
 
 from llama_index.core import SimpleDirectoryReader, StorageContext, VectorStoreIndex  # noqa: E402
-from llama_index.core.bridge.pydantic import PrivateAttr  # noqa: E402
-from llama_index.core.embeddings import BaseEmbedding, MockEmbedding  # noqa: E402
+from llama_index.core.embeddings import MockEmbedding  # noqa: E402
 from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline  # noqa: E402
 from llama_index.core.node_parser import get_leaf_nodes  # noqa: E402
 from llama_index.core.retrievers import AutoMergingRetriever  # noqa: E402
@@ -27,32 +26,6 @@ from llama_index.core.vector_stores import ExactMatchFilter, MetadataFilters  # 
 from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
 
 from llmc_splitters.llama_index import CodeNodeParser  # noqa: E402
-
-
-class MiniLMEmbed(BaseEmbedding):
-    """A LlamaIndex embed model over the packaged MiniLM (no download)."""
-
-    _model: Any = PrivateAttr()
-
-    def __init__(self, model: Any, **kwargs: Any) -> None:
-        super().__init__(model_name="all-MiniLM-L6-v2", embed_batch_size=32, **kwargs)
-        self._model = model
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "MiniLMEmbed"
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._model.embed_query(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._model.embed_documents([text])[0]
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._model.embed_documents(list(texts))
 
 
 def relations(node) -> dict[str, Any]:
@@ -188,9 +161,9 @@ def test_parent_child_links_survive_chroma_and_drive_auto_merging(stdlib_dir, ch
     assert "".join(by_id[c.node_id].text for c in parent.child_nodes).strip() == parent.text.strip()
 
 
-def test_minilm_pipeline_finds_code_by_meaning(stdlib_dir, chroma_client, collection_name, minilm):
+def test_minilm_pipeline_finds_code_by_meaning(stdlib_dir, chroma_client, collection_name, minilm_llama_index):
     docs = read_docs(stdlib_dir)
-    embed = MiniLMEmbed(minilm)
+    embed = minilm_llama_index
     vector_store = ChromaVectorStore(chroma_collection=chroma_client.get_or_create_collection(collection_name))
     nodes = IngestionPipeline(
         transformations=[CodeNodeParser(chunk_size=128), embed], vector_store=vector_store

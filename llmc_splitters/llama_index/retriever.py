@@ -1,0 +1,339 @@
+"""``CodeParentRetriever``: the core :class:`~llmc_splitters.retrieval.CodeRetriever` as a LlamaIndex retriever.
+
+Importing this module imports ``llama_index.core`` (the opt-in). ``chromadb`` and ``bm25s`` load when a retriever is
+built; an embedding model only if you pass one.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, List, Optional
+
+from ..errors import ConfigurationError, missing_dependency
+
+try:
+    from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import BaseNode, NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/test_llama_index_node_parser.py
+    raise missing_dependency(exc.name or "llama-index-core", "llama-index") from exc
+
+from ..retrieval import CodeRetriever
+from ..retrieval.expand import Expansion, HitContext, expand, render_marker
+from ..retrieval.index import DEFAULT_INCLUDE, Hit
+from .node_parser import path_of
+
+__all__ = ["CodeParentRetriever", "LlamaIndexEmbedding"]
+
+
+class LlamaIndexEmbedding:
+    """A LlamaIndex embed model (``BaseEmbedding``) seen through the core's ``embed_documents``/``embed_query``."""
+
+    def __init__(self, embed_model: Any) -> None:
+        self.embed_model = embed_model
+        model_name = getattr(embed_model, "model_name", None)
+        cls = embed_model.class_name() if hasattr(embed_model, "class_name") else type(embed_model).__name__
+        self.name = f"llama_index:{cls}:{model_name}" if model_name else f"llama_index:{cls}"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [list(map(float, v)) for v in self.embed_model.get_text_embedding_batch(list(texts))]
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(map(float, self.embed_model.get_query_embedding(text)))
+
+
+def _as_core_embedding(embed_model: Any) -> Any:
+    if embed_model is None or (hasattr(embed_model, "embed_documents") and hasattr(embed_model, "embed_query")):
+        return embed_model
+    if hasattr(embed_model, "get_text_embedding_batch") and hasattr(embed_model, "get_query_embedding"):
+        return LlamaIndexEmbedding(embed_model)
+    msg = (
+        f"embed_model must be a LlamaIndex BaseEmbedding (or have embed_documents/embed_query), got "
+        f"{type(embed_model).__name__}; pass None for lexical-only (BM25) search"
+    )
+    raise ConfigurationError(msg)
+
+
+class CodeParentRetriever(BaseRetriever):
+    """Search code by BM25 (and embeddings, if given) and return each hit with its parent context.
+
+    ``retrieve(query)`` returns up to ``k`` ``NodeWithScore``s, best first, one per hit; ``score`` is the fused
+    (RRF) score. Each node's text is the hit, verbatim, plus the context that makes it readable alone, as far as
+    the budget allows: the header lines of the class/function it sits in, the imports and module-level names it
+    uses, and its enclosing scope whole (or the class skeleton when the scope is too big), each slice preceded by a
+    ``# path:start-end`` marker line. The texts of all returned nodes add up to at most ``max_context_tokens``
+    tokens: a later hit is always reserved room for its own text before an earlier one gets context, context already
+    shown is not repeated, and a hit too big for its share is cut at a line boundary and marked ``(truncated)``.
+
+    Node ids are the hit spans' ids. ``metadata``: ``file_path`` and ``source`` (the path), ``start_line``/
+    ``end_line`` (the hit span), ``language``, ``kind``, ``symbol``, ``span_id``, ``parent_id``, ``breadcrumb``,
+    ``rank``, ``confidence``, ``context_tokens``, ``truncated`` and ``context_lines``; all are excluded from the
+    LLM and embedding views (the markers in the text already cite the lines). A node retrieved from a ``Document``
+    given to this retriever has a ``SOURCE`` relationship to it.
+
+    The plain constructor indexes what it is given (``documents``, ``texts`` or ``directory``) into Chroma: an
+    embedded store at ``path``, a server at ``host``/``port``, a ready ``client``, or (with none of these) a fresh
+    in-memory collection. ``embed_model=None`` is lexical-only (BM25, no model); any LlamaIndex embed model makes
+    search hybrid. ``k`` (alias ``similarity_top_k``) and ``max_context_tokens`` are plain attributes.
+
+    Args:
+        documents: Whole-file ``Document``s (as ``SimpleDirectoryReader`` returns them); the path is
+            ``metadata["file_path"]`` (or ``file_name``/``source``), else ``document-<i>``.
+        texts: ``{path: text}`` to index.
+        directory: A directory to index (files matching ``include``, minus ``exclude``; paths stored relative).
+        include: Glob patterns for ``directory``.
+        exclude: Glob patterns to skip in ``directory``.
+        embed_model: A LlamaIndex embed model (hybrid search) or ``None`` (BM25 only); ``embedding=`` is an alias.
+        path: Directory of an embedded (persistent) Chroma store.
+        host: Chroma server host.
+        port: Chroma server port.
+        client: A ready Chroma client.
+        collection_name: Chroma collection (default: ``llmc_spans`` in a persistent store or server, a fresh name
+            in memory).
+        code_retriever: A ready :class:`~llmc_splitters.retrieval.CodeRetriever` (then no store/embedding args).
+        max_tokens: Leaf span size used when indexing.
+        tokenizer: Token counter for leaves and for ``max_context_tokens`` (default cl100k).
+        k: Number of nodes to return (``similarity_top_k`` is an alias).
+        max_context_tokens: Token budget of all returned node texts together.
+        expand_context: Add parent context (``False``: the hits only).
+        multi_stage: Search file/class summaries first, then the leaves inside the best ones.
+        callback_manager: LlamaIndex callback manager.
+        verbose: LlamaIndex verbosity flag.
+
+    Raises:
+        ConfigurationError: An invalid setting, or two different documents with the same path.
+
+    Example:
+        >>> from llama_index.core import Document
+        >>> retriever = CodeParentRetriever.from_documents(
+        ...     [Document(text="import os\\n\\ndef home():\\n    return os.environ['HOME']\\n",
+        ...               metadata={"file_path": "m.py"})],
+        ...     k=1, max_context_tokens=200)
+        >>> hit = retriever.retrieve("home directory")[0]
+        >>> hit.node.metadata["symbol"], hit.node.metadata["start_line"]
+        ('home', 3)
+    """
+
+    def __init__(
+        self,
+        *,
+        documents: Optional[Iterable[BaseNode]] = None,
+        texts: Optional[Mapping[str, str]] = None,
+        directory: Optional[str | os.PathLike[str]] = None,
+        include: Sequence[str] = DEFAULT_INCLUDE,
+        exclude: Sequence[str] = (),
+        embed_model: Any = None,
+        embedding: Any = None,
+        path: Optional[str | os.PathLike[str]] = None,
+        host: Optional[str] = None,
+        port: Optional[int] = None,
+        client: Any = None,
+        collection_name: Optional[str] = None,
+        code_retriever: Optional[CodeRetriever] = None,
+        max_tokens: int = 512,
+        tokenizer: Any = None,
+        k: Optional[int] = None,
+        similarity_top_k: Optional[int] = None,
+        max_context_tokens: int = 2048,
+        expand_context: bool = True,
+        multi_stage: bool = False,
+        callback_manager: Optional[CallbackManager] = None,
+        verbose: bool = False,
+    ) -> None:
+        """Build (or wrap) the index and index what is given; see the class docstring."""
+        if k is not None and similarity_top_k is not None and k != similarity_top_k:
+            msg = f"k ({k}) and similarity_top_k ({similarity_top_k}) are the same setting; give one"
+            raise ConfigurationError(msg)
+        if embed_model is not None and embedding is not None and embed_model is not embedding:
+            msg = "embed_model and embedding are the same setting; give one"
+            raise ConfigurationError(msg)
+        top_k = k if k is not None else similarity_top_k if similarity_top_k is not None else 4
+        _check_positive("k", top_k)
+        _check_positive("max_context_tokens", max_context_tokens)
+        model = embed_model if embed_model is not None else embedding
+        if code_retriever is None:
+            if collection_name is None:
+                # In-memory Chroma clients share one process-wide store: a fresh collection keeps retrievers apart.
+                in_memory = path is None and host is None and client is None
+                collection_name = f"llmc_{uuid.uuid4().hex}" if in_memory else "llmc_spans"
+            code_retriever = CodeRetriever(
+                path=path, host=host, port=port, client=client, collection=collection_name,
+                embedding=_as_core_embedding(model), max_tokens=max_tokens, tokenizer=tokenizer, k=top_k,
+                max_context_tokens=max_context_tokens,
+            )
+        elif any(x is not None for x in (model, path, host, client, collection_name)):
+            msg = "code_retriever= already holds its store and embedding; do not also pass embed_model/path/host/client"
+            raise ConfigurationError(msg)
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        self.code_retriever = code_retriever
+        self.k = top_k
+        self.max_context_tokens = max_context_tokens
+        self.expand_context = expand_context
+        self.multi_stage = multi_stage
+        self._sources: dict[str, RelatedNodeInfo] = {}
+        files = dict(texts or {})
+        if documents is not None:
+            files.update(self._files_of(documents, taken=files))
+        if files:
+            code_retriever.index_texts(files)
+        if directory is not None:
+            code_retriever.index_directory(directory, include=include, exclude=exclude, prune=False)
+
+    @property
+    def similarity_top_k(self) -> int:
+        """LlamaIndex's name for :attr:`k`."""
+        return self.k
+
+    @similarity_top_k.setter
+    def similarity_top_k(self, value: int) -> None:
+        _check_positive("similarity_top_k", value)
+        self.k = value
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Iterable[BaseNode],
+        embed_model: Any = None,
+        k: int = 4,
+        max_context_tokens: int = 2048,
+        **kwargs: Any,
+    ) -> CodeParentRetriever:
+        """Index whole-file ``documents`` (reader output) and return a retriever over them."""
+        return cls(documents=documents, embed_model=embed_model, k=k, max_context_tokens=max_context_tokens, **kwargs)
+
+    @classmethod
+    def from_directory(
+        cls,
+        directory: str | os.PathLike[str],
+        embed_model: Any = None,
+        k: int = 4,
+        max_context_tokens: int = 2048,
+        **kwargs: Any,
+    ) -> CodeParentRetriever:
+        """Index the source files under ``directory`` (see ``include``/``exclude``) and return a retriever."""
+        return cls(directory=directory, embed_model=embed_model, k=k, max_context_tokens=max_context_tokens, **kwargs)
+
+    # ------------------------------------------------------------------ retrieval
+    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        _check_positive("k", self.k)
+        _check_positive("max_context_tokens", self.max_context_tokens)
+        found, packed = per_hit_contexts(
+            self.code_retriever, query_bundle.query_str, self.k, self.max_context_tokens, self.expand_context,
+            self.multi_stage,
+        )
+        return [NodeWithScore(node=self._node(hit, exp, found.confidence), score=hit.score) for hit, exp in packed]
+
+    def _node(self, hit: Hit, exp: Expansion, confidence: float) -> TextNode:
+        span = hit.span
+        meta: dict[str, Any] = {
+            k: v for k, v in span.to_metadata().items() if k not in ("start_byte", "end_byte", "token_count")
+        }
+        if span.path is not None:
+            meta["file_path"] = span.path
+        meta.update(
+            rank=hit.rank,
+            confidence=confidence,
+            context_tokens=exp.token_count,
+            truncated=any(p.truncated for p in exp.pieces),
+            context_lines=[f"{p.path}:{p.start_line}-{p.end_line}" for p in exp.pieces],
+        )
+        relationships = {}
+        source = self._sources.get(span.path or "")
+        if source is not None:
+            relationships[NodeRelationship.SOURCE] = source
+        keys = list(meta)
+        return TextNode(
+            id_=span.id,
+            text=exp.context,
+            metadata=meta,
+            excluded_embed_metadata_keys=keys,
+            excluded_llm_metadata_keys=keys,
+            relationships=relationships,
+        )
+
+    def _files_of(self, documents: Iterable[BaseNode], taken: Mapping[str, str]) -> dict[str, str]:
+        files: dict[str, str] = {}
+        for i, doc in enumerate(documents):
+            key = path_of(doc.metadata or {}) or f"document-{i}"
+            text = doc.get_content()
+            if files.get(key, text) != text or taken.get(key, text) != text:
+                msg = (
+                    f"two different documents have the path {key!r}; pass one Document per file (whole files, as "
+                    "SimpleDirectoryReader returns them), not chunks"
+                )
+                raise ConfigurationError(msg)
+            files[key] = text
+            self._sources[key] = RelatedNodeInfo(node_id=doc.node_id, metadata=dict(doc.metadata or {}))
+        return files
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        msg = f"{name} must be a positive integer, got {value!r}"
+        raise ConfigurationError(msg)
+
+
+# NOTE: per_hit_contexts is framework-free and mirrors llmc_splitters/langchain/retriever.py (a face cannot import
+# the other face); it belongs in the retrieval core (CodeRetriever), where both faces could share it.
+def per_hit_contexts(
+    core: CodeRetriever, query: str, k: int, budget: int, expand_context: bool, multi_stage: bool
+) -> tuple[Any, list[tuple[Hit, Expansion]]]:
+    """Search, then give each hit its own expansion so that all of them together fit ``budget`` tokens.
+
+    Hits are served in rank order. Before hit ``i`` gets context, the hits after it are reserved room for their own
+    text (at most an equal share of the budget each), so ``k`` hits come back whenever ``k`` bare hits fit. Imports
+    and scopes already shown for an earlier hit are not repeated.
+    """
+    found = core.search(query, k, multi_stage=multi_stage)
+    hits = list(found.hits)
+    count = core.tokenizer.count
+    bare = [
+        count(render_marker(core.marker, h.span.path, h.span.start_line, h.span.end_line) + "\n" + h.span.text)
+        for h in hits
+    ]
+    share = budget // max(1, len(hits))
+    used = 0
+    shown: list[tuple[str | None, int, int]] = []
+    skeletons: set[tuple[str | None, int, int]] = set()
+    out: list[tuple[Hit, Expansion]] = []
+    for i, hit in enumerate(hits):
+        room = budget - used - sum(min(b, share) for b in bare[i + 1 :])
+        if room <= 0:
+            continue
+        ctx = _unseen(core.index.hit_context(hit.span, hit.score), shown, skeletons)
+        exp = expand(
+            [ctx], room, count, cut=core.tokenizer.cut, marker=core.marker,
+            include_scopes=expand_context, include_imports=expand_context,
+        )
+        if not exp.pieces:
+            continue
+        used += exp.token_count
+        for p in exp.pieces:
+            if p.kind == "skeleton":
+                skeletons.add((p.path, p.start_line, p.end_line))
+            else:
+                shown.append((p.path, p.start_line, p.end_line))
+        out.append((hit, exp))
+    return found, out
+
+
+def _inside(path: str | None, start: int, end: int, shown: list[tuple[str | None, int, int]]) -> bool:
+    return any(p == path and a <= start and end <= b for p, a, b in shown)
+
+
+def _unseen(ctx: HitContext, shown: list[tuple[str | None, int, int]], skeletons: set[Any]) -> HitContext:
+    """``ctx`` without the imports, headers and skeletons an earlier node already shows."""
+    imports = tuple(s for s in ctx.imports if not _inside(s.path, s.start_line, s.end_line, shown))
+    scopes = []
+    for sc in ctx.scopes:
+        snip = sc.snippet
+        if sc.header is not None and _inside(sc.header.path, sc.header.start_line, sc.header.end_line, shown):
+            sc = replace(sc, header=None)
+        if sc.skeleton and (snip.path, snip.start_line, snip.end_line) in skeletons:
+            sc = replace(sc, skeleton=None)
+        scopes.append(sc)
+    return replace(ctx, imports=imports, scopes=tuple(scopes))
