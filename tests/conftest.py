@@ -9,12 +9,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
-DATA = pathlib.Path(__file__).parent / "data"
-
-
-def words(text: str) -> int:
-    """A whitespace word counter: a tokenizer with very different boundaries from BPE."""
-    return len(text.split())
+from helpers import DATA, corpus_files, words  # noqa: E402,F401 - re-exported for fixtures below
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +27,3 @@ def counter(request, cl100k):
     if request.param == "len":
         return len, len
     return words, words
-
-
-def corpus_files() -> list[pathlib.Path]:
-    return sorted(p for p in DATA.rglob("*") if p.is_file())

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import pathlib
 from collections.abc import Sequence
 
 from llmc_splitters import Span
+
+# Shared test data. Tests import these from here, never from conftest: with tests/ and integration_tests/ in one
+# run, `conftest` names whichever conftest.py pytest loaded last.
+DATA = pathlib.Path(__file__).parent / "data"
+
+
+def words(text: str) -> int:
+    """A whitespace word counter: a tokenizer with very different boundaries from BPE."""
+    return len(text.split())
+
+
+def corpus_files() -> list[pathlib.Path]:
+    """Every checked-in test document under tests/data."""
+    return sorted(p for p in DATA.rglob("*") if p.is_file())
 
 
 def line_of(text: str, char_index: int) -> int:

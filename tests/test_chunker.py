@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import DATA, corpus_files
+from helpers import DATA, corpus_files
 from helpers import assert_valid_spans, assert_valid_tree
 
 from llmc_splitters import ASTChunker, ConfigurationError, UnsupportedInputError, detect_language

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("langchain_text_splitters")
 
-from conftest import DATA, corpus_files  # noqa: E402
+from helpers import DATA, corpus_files  # noqa: E402
 from langchain_core.documents import Document  # noqa: E402
 from langchain_text_splitters import Language, TextSplitter  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import DATA
+from helpers import DATA
 
 from llmc_splitters import ASTChunker
 from llmc_splitters.tokens import resolve_tokenizer

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from conftest import DATA, corpus_files  # noqa: E402
+from helpers import DATA, corpus_files  # noqa: E402
 from llama_index.core import Document  # noqa: E402
 from llama_index.core.ingestion import IngestionCache, IngestionPipeline  # noqa: E402
 from llama_index.core.node_parser import NodeParser, get_leaf_nodes, get_root_nodes  # noqa: E402

@@ -6,7 +6,7 @@ import re
 
 import pytest
 import tree_sitter_language_pack
-from conftest import DATA, words
+from helpers import DATA, words
 from helpers import assert_valid_spans, assert_valid_tree
 
 from llmc_splitters import ASTChunker, detect_language

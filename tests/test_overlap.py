@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import DATA
+from helpers import DATA
 from helpers import assert_valid_spans
 
 from llmc_splitters import ASTChunker, ConfigurationError
