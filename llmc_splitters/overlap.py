@@ -56,10 +56,10 @@ def add_overlap(tree: SpanTree, ratio: float, budget: int, tokenizer: Tokenizer)
         prev, cur = tree.leaves[i - 1], tree.leaves[i]
         if not _continues(prev, cur, tree):
             continue
-        tail = overlap_tail(prev.text, target, tokenizer, known_tokens=prev.token_count)
+        tail, tokens = _tail(prev.text, target, tokenizer, prev.token_count)
         if not tail:
             continue
-        meta = {**cur.metadata, "overlap": tail, "overlap_tokens": tokenizer.count(tail)}
+        meta = {**cur.metadata, "overlap": tail, "overlap_tokens": tokens}
         leaves[i] = dataclasses.replace(cur, metadata=meta)
         changed[cur.id] = leaves[i]
     if not changed:
@@ -71,9 +71,9 @@ def add_overlap(tree: SpanTree, ratio: float, budget: int, tokenizer: Tokenizer)
 def overlap_tail(text: str, target: int, tokenizer: Tokenizer, known_tokens: int | None = None) -> str:
     """The overlap taken from the end of ``text``: at most ``target`` tokens, starting at a sentence or a word.
 
-    A sentence start is preferred when it keeps at least half of the longest possible tail; otherwise the tail
-    starts at the first word inside it. Lines of fences and tables at the end of ``text`` are never part of the
-    tail. Returns ``""`` when no boundary fits (one long word) or nothing but whitespace is left.
+    A sentence start is preferred when it keeps at least half of the target; otherwise the tail starts at the
+    first word that lets it fit. Lines of fences and tables at the end of ``text`` are never part of the tail.
+    Returns ``""`` when no boundary fits (one long word) or nothing but whitespace is left.
 
     Args:
         text: The previous piece.
@@ -81,30 +81,40 @@ def overlap_tail(text: str, target: int, tokenizer: Tokenizer, known_tokens: int
         tokenizer: Counts tokens exactly.
         known_tokens: ``tokenizer.count(text)`` when the caller already knows it.
     """
+    return _tail(text, target, tokenizer, known_tokens)[0]
+
+
+def _tail(text: str, target: int, tokenizer: Tokenizer, known_tokens: int | None) -> tuple[str, int]:
+    """:func:`overlap_tail` and the tail's exact token count."""
     if target < 1 or not text.strip():
-        return ""
+        return "", 0
     # Prose only: start after the last fence delimiter or table row.
     last = None
     for last in _NOT_PROSE_LINE.finditer(text):
         pass
     floor = last.end() if last is not None else 0
-    total = known_tokens if known_tokens is not None and floor == 0 else None
-    start = _longest_suffix(text, floor, target, tokenizer, total)
-    if start >= len(text):
-        return ""
-    if start == floor:
-        tail = text[start:]
-        return tail.lstrip() if tail.strip() else ""
-    # `start` may sit inside a word or a sentence: move forward to the first boundary at or after it.
-    half = max(1, target // 2)
-    for pattern in (_SENTENCE_START, _WORD_START):
-        at = _first_boundary(pattern, text, start, floor)
-        if at is None:
-            continue
-        tail = text[at:]
-        if pattern is _WORD_START or tokenizer.count(tail) >= half:
-            return tail
-    return ""
+    prose = text[floor:]
+    total = known_tokens if known_tokens is not None and floor == 0 else tokenizer.count(prose)
+    if total <= target:
+        tail = prose.lstrip()
+        if not tail.strip():
+            return "", 0
+        return tail, total if tail == prose else tokenizer.count(tail)
+    start = _suffix_start(text, floor, target, tokenizer)
+    # `start` may sit inside a word or a sentence: move forward to a sentence start that keeps at least half the
+    # target, else to the first word start that fits.
+    at = _first_boundary(_SENTENCE_START, text, start, floor)
+    if at is not None:
+        k = tokenizer.count(text[at:])
+        if max(1, target // 2) <= k <= target:
+            return text[at:], k
+    at = _first_boundary(_WORD_START, text, start, floor)
+    while at is not None:
+        k = tokenizer.count(text[at:])
+        if k <= target:
+            return text[at:], k
+        at = _first_boundary(_WORD_START, text, at + 1, floor)
+    return "", 0
 
 
 def _first_boundary(pattern: re.Pattern[str], text: str, start: int, floor: int) -> int | None:
@@ -115,25 +125,24 @@ def _first_boundary(pattern: re.Pattern[str], text: str, start: int, floor: int)
     return None
 
 
-def _longest_suffix(text: str, floor: int, target: int, tokenizer: Tokenizer, total: int | None) -> int:
-    """Smallest index ``i >= floor`` with ``count(text[i:]) <= target`` (counting only tails near ``target``)."""
+def _suffix_start(text: str, floor: int, target: int, tokenizer: Tokenizer) -> int:
+    """An index after which about ``target`` tokens of ``text`` remain (never before ``floor``).
+
+    Encodes only a window at the end: one count to size it, then one ``cut`` drops the window's first
+    ``count - target`` tokens. BPE may merge differently across the cut, so the caller re-counts its tail.
+    """
     n = len(text)
-    if (total if total is not None else tokenizer.count(text[floor:])) <= target:
-        return floor
-    # Gallop back from the end until the tail is over target, then bisect (counts stay about `target` tokens).
-    width = max(16, target * 4)
-    lo = max(floor, n - width)
-    while lo > floor and tokenizer.count(text[lo:]) <= target:
-        width *= 2
+    width = max(64, target * 8)
+    while True:
         lo = max(floor, n - width)
-    hi = n  # count(text[hi:]) == 0 <= target; count(text[lo:]) > target (or lo == floor, also over)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if tokenizer.count(text[mid:]) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+        window = text[lo:]
+        k = tokenizer.count(window)
+        if k > target or lo == floor:
+            break
+        width *= 4
+    if k <= target:
+        return lo
+    return lo + tokenizer.cut(window, k - target)
 
 
 def _continues(prev: Span, cur: Span, tree: SpanTree) -> bool:
