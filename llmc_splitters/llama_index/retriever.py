@@ -198,11 +198,11 @@ class CodeParentRetriever(BaseRetriever):
         cls,
         documents: Iterable[BaseNode],
         embed_model: Any = None,
-        k: int = 4,
+        k: Optional[int] = None,
         max_context_tokens: int = 2048,
         **kwargs: Any,
     ) -> CodeParentRetriever:
-        """Index whole-file ``documents`` (reader output) and return a retriever over them."""
+        """Index whole-file ``documents`` (reader output) and return a retriever over them (``k`` defaults to 4)."""
         return cls(documents=documents, embed_model=embed_model, k=k, max_context_tokens=max_context_tokens, **kwargs)
 
     @classmethod
@@ -210,7 +210,7 @@ class CodeParentRetriever(BaseRetriever):
         cls,
         directory: str | os.PathLike[str],
         embed_model: Any = None,
-        k: int = 4,
+        k: Optional[int] = None,
         max_context_tokens: int = 2048,
         **kwargs: Any,
     ) -> CodeParentRetriever:
