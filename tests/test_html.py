@@ -23,12 +23,12 @@ def line_of(text: str, needle: str) -> int:
 
 
 def nodes(text: str, grammar: str, types: tuple[str, ...]):
-    """(type, start, end, sized_from) of every node of ``types`` in ``text`` parsed with ``grammar``.
+    """(type, start, end, sized_from, sized_end) of every node of ``types`` in ``text`` parsed with ``grammar``.
 
-    ``[start, end)`` is the node through the blank lines after it: what must stay in one leaf. Its size is taken
-    from ``sized_from``, the start of its line when only indentation precedes it, because the chunker cuts at line
-    starts (the stricter claim, the node's own bytes only, is the engine limit pinned by
-    test_markdown.py::test_block_that_fits_alone_but_not_with_its_blank_line).
+    ``[start, end)`` is the node's own text, trailing whitespace trimmed: what must stay in one leaf. Its size is
+    measured generously over ``[sized_from, sized_end)``, from the start of its line (when only indentation
+    precedes it) through the blank lines after it, because the chunker cuts at line starts (the stricter claim
+    is pinned by test_markdown.py::test_block_that_fits_alone_but_not_with_its_blank_line).
     """
     data = text.encode("utf-8")
     out, stack = [], [tree_sitter_language_pack.get_parser(grammar).parse(data).root_node]
@@ -36,10 +36,12 @@ def nodes(text: str, grammar: str, types: tuple[str, ...]):
         node = stack.pop()
         if node.type in types:
             start, end = node.start_byte, node.end_byte
+            while end > start and data[end - 1 : end] in (b" ", b"\t", b"\n", b"\r"):
+                end -= 1  # a void element (<meta>) ends after the next line's indentation
             line_start = data.rfind(b"\n", 0, start) + 1
             sized_from = line_start if not data[line_start:start].strip() else start
-            m = re.compile(rb"[ \t]*\n(?:[ \t]*\n)*").match(data, end)
-            out.append((node.type, start, m.end() if m else end, sized_from))
+            sized_end = re.compile(rb"[ \t]*(?:\n[ \t]*)*").match(data, end).end()
+            out.append((node.type, start, end, sized_from, sized_end))
         stack.extend(node.children)
     return out
 
@@ -92,15 +94,15 @@ def test_long_style_is_chunked_as_css_rule_by_rule(cl100k):
     # The style element's lines, blanked outside it, parsed as CSS: rule offsets are the page's own.
     css = "".join(c if start <= i < end or c == "\n" else " " for i, c in enumerate(PAGE)).replace("<style>", "       ")
     css = css.replace("</style>", "        ")
-    rules = [(a, b, f) for _, a, b, f in nodes(css, "css", ("rule_set", "media_statement"))]
+    rules = [(a, b, f, g) for _, a, b, f, g in nodes(css, "css", ("rule_set", "media_statement"))]
     assert len(rules) >= 5
     data = PAGE.encode("utf-8")
     for budget in (24, 48, 64, 100):
         spans = ASTChunker(max_tokens=budget).chunk(PAGE, path="dashboard.html")
         inside = [s for s in spans if start <= s.start_char and s.end_char <= end + 1]
         assert len(inside) > 1 and {s.language for s in inside} == {"css"}
-        for a, b, f in rules:
-            if cl100k.count(data[f:b].decode("utf-8")) <= budget:
+        for a, b, f, g in rules:
+            if cl100k.count(data[f:g].decode("utf-8")) <= budget:
                 assert len(covering(spans, a, b)) == 1, (budget, data[a:b][:40])
 
 
@@ -162,7 +164,7 @@ def test_function_of_an_over_budget_script_starts_on_its_own_line():
 
 def test_markup_is_split_by_elements(cl100k):
     data = PAGE.encode("utf-8")
-    sizes = {(a, b): cl100k.count(data[f:b].decode("utf-8")) for _, a, b, f in nodes(PAGE, "html", ("element",))}
+    sizes = {(a, b): cl100k.count(data[f:g].decode("utf-8")) for _, a, b, f, g in nodes(PAGE, "html", ("element",))}
     budgets = sorted({n + d for n in sizes.values() for d in (0, 1)} | {16, 32, 64})
     split = kept = 0
     for budget in budgets:
