@@ -56,8 +56,8 @@ def test_adapter_subpackages_export_their_faces():
     import llmc_splitters.langchain as lc
     import llmc_splitters.llama_index as li
 
-    assert "CodeTextSplitter" in lc.__all__
-    assert "CodeNodeParser" in li.__all__
+    assert sorted(lc.__all__) == ["CodeParentRetriever", "CodeTextSplitter"]
+    assert sorted(li.__all__) == ["CodeNodeParser", "CodeParentRetriever"]
     for mod in (lc, li):
         for name in mod.__all__:
             assert getattr(mod, name) is not None
