@@ -263,6 +263,7 @@ class Engine:
     def run(self, root: Any, spec: LanguageSpec) -> tuple[Scope, list[Unit]]:
         """Split the whole file into units (in file order) and return the file scope with them."""
         ctx = self.context_for(spec, root)
+        self.scan_injections(root, spec)
         file_scope = Scope(kind=spec.root_kind, name=None, start=0, end=len(self.data), parent=None, spec=spec)
         self.scopes.append(file_scope)
         units: list[Unit] = []
@@ -327,7 +328,13 @@ class Engine:
             prev_end = items[i - 1][0][-1].end_byte
             start = items[i][0][0].start_byte
             nl = data.rfind(b"\n", prev_end, start)
-            cut = nl + 1 if nl >= 0 else start
+            if nl >= 0:
+                cut = nl + 1
+            else:
+                # No line break between them. If the next item starts its own line and only its indentation was
+                # taken by the item before (Markdown block continuations), cut at that line's start anyway.
+                ls = data.rfind(b"\n", 0, start) + 1
+                cut = ls if ls > items[i - 1][0][0].start_byte and not data[ls:start].strip() else start
             cuts.append(max(cut, cuts[-1]))
         cuts.append(hi)
         return cuts
@@ -356,22 +363,13 @@ class Engine:
                 if self.fits(a, b):
                     tasks.append(("unit", Unit(a, b, scope, "def", info=info, leading=tuple(lead_nodes))))
                     continue
-                if lead_nodes:
-                    # The definition fits without the comments above it: keep it whole, comments on their own.
-                    nl = self.data.rfind(b"\n", a, first.start_byte)
-                    own = nl + 1 if nl >= 0 else first.start_byte
-                    if a < own and self.fits(own, b):
-                        tasks.extend(("unit", u) for u in self._glue(a, own, scope, "neutral", nodes[0].type))
-                        tasks.append(("unit", Unit(own, b, scope, "def", info=info)))
-                        continue
-                core_a, core_b = first.start_byte, nodes[-1].end_byte
-                if (core_a, core_b) != (a, b) and self.fits(core_a, core_b):
-                    # Only the indentation and blank lines around it push it over: keep the definition itself whole.
-                    if a < core_a:
-                        tasks.extend(("unit", u) for u in self._glue(a, core_a, scope, "neutral", "whitespace"))
-                    tasks.append(("unit", Unit(core_a, core_b, scope, "def", info=info)))
-                    if core_b < b:
-                        tasks.extend(("unit", u) for u in self._glue(core_b, b, scope, "neutral", "whitespace"))
+                tight = self._tighten(a, b, first.start_byte, nodes[-1].end_byte, lead_nodes)
+                if tight is not None:
+                    # The definition fits without its comments or the whitespace around it: keep it whole.
+                    x, y = tight
+                    tasks.extend(("unit", u) for u in self._glue(a, x, scope, "neutral", "whitespace"))
+                    tasks.append(("unit", Unit(x, y, scope, "def", info=info)))
+                    tasks.extend(("unit", u) for u in self._glue(y, b, scope, "neutral", "whitespace"))
                     continue
                 sub = Scope(kind=info.kind, name=info.qname, start=a, end=b, parent=scope, spec=spec, info=info)
                 self.scopes.append(sub)
@@ -391,10 +389,21 @@ class Engine:
                 else:
                     tasks.extend(("unit", u) for u in self._pieces(a, b, scope, first.type))
                 continue
-            if injection is not None and not self.fits(a, b):
+            fits = self.fits(a, b)
+            if not fits:
+                tight = self._tighten(a, b, nodes[0].start_byte, nodes[-1].end_byte, [])
+                if tight is not None:
+                    # Only the whitespace around it pushes it over: keep the block itself whole.
+                    x, y = tight
+                    tasks.extend(("unit", u) for u in self._glue(a, x, scope, "neutral", "whitespace"))
+                    tasks.append(("unit", Unit(x, y, scope, "glue", category=self._category(first, ctx),
+                                               node_type=first.type, node=first)))
+                    tasks.extend(("unit", u) for u in self._glue(y, b, scope, "neutral", "whitespace"))
+                    continue
+            if injection is not None and not fits:
                 tasks.extend(self._inject(first, injection, a, b, scope))
                 continue
-            if self.fits(a, b):
+            if fits:
                 tasks.append(("unit", Unit(a, b, scope, "glue", category=self._category(first, ctx),
                                            node_type=first.type, node=first)))
             elif first.child_count:
@@ -403,8 +412,30 @@ class Engine:
                 tasks.extend(("unit", u) for u in self._pieces(a, b, scope, first.type))
         return tasks
 
+    def _tighten(self, a: int, b: int, core_a: int, core_b: int, lead_nodes: list[Any]) -> tuple[int, int] | None:
+        """The widest range inside ``[a, b)`` that still holds the node ``[core_a, core_b)`` whole and fits.
+
+        Tried in order: without the comments/decorators attached above it; its own whole lines (indentation and
+        the line break after it, but not the blank lines); the node's bytes alone. ``None`` when none fits.
+        """
+        data = self.data
+        ls = data.rfind(b"\n", a, core_a) + 1 or a
+        own_a = ls if not data[ls:core_a].strip() else core_a
+        nl = data.find(b"\n", core_b, b)
+        own_b = nl + 1 if nl >= 0 and not data[core_b:nl].strip() else core_b
+        candidates = []
+        if lead_nodes:
+            candidates.append((own_a, b))
+        candidates += [(own_a, own_b), (core_a, core_b)]
+        for x, y in candidates:
+            if (x, y) != (a, b) and a <= x < y <= b and self.fits(x, y):
+                return x, y
+        return None
+
     def _glue(self, a: int, b: int, scope: Scope, category: str, node_type: str) -> list[Unit]:
         """A glue unit for ``[a, b)``, or fallback pieces when that range alone is over budget."""
+        if a >= b:
+            return []
         if self.fits(a, b):
             return [Unit(a, b, scope, "glue", category=category, node_type=node_type)]
         return self._pieces(a, b, scope, node_type)
@@ -449,6 +480,25 @@ class Engine:
             parser.included_ranges = []
         return sub_spec, content, tree, self.context_for(sub_spec, tree.root_node)
 
+    def scan_injections(self, root: Any, spec: LanguageSpec) -> None:
+        """Parse every embedded block of a document once, so that the definitions inside fences that stay whole
+        (alone, packed with prose, or inside a whole section) are listed in their leaf's ``symbols``."""
+        if not spec.injections:
+            return
+        cursor = root.walk()
+        done = False
+        while not done:
+            node = cursor.node
+            inj = spec.injections.get(node.type)
+            if inj is not None:
+                self.parse_injection(node, inj)
+            elif cursor.goto_first_child():
+                continue
+            while not cursor.goto_next_sibling():
+                if not cursor.goto_parent():
+                    done = True
+                    break
+
     def _inject(self, node: Any, inj: Any, a: int, b: int, scope: Scope) -> list[tuple[Any, ...]]:
         """Chunk an over-budget embedded block (a long fence, a ``<script>``) as code of its own language."""
         parsed = self.parse_injection(node, inj)
@@ -470,7 +520,7 @@ class Engine:
     def _pieces(self, a: int, b: int, scope: Scope, node_type: str) -> list[Unit]:
         """Cut an over-budget range without usable children: by lines, then by tokens."""
         text = self.text(a, b)
-        levels = fallback.TEXT_LEVELS if scope.spec.grammar is None else fallback.CODE_LEVELS
+        levels = fallback.TEXT_LEVELS if scope.spec.prose else fallback.CODE_LEVELS
         units: list[Unit] = []
         pos = a
         known = self._counts.get((a, b))

@@ -471,7 +471,10 @@ class _Run:
         return [root_fixed, *rest]
 
     def _symbols(self) -> list[tuple[int, int, dict[str, Any]]]:
-        defs = sorted({id(d): d for d in self.engine.all_defs}.values(), key=lambda d: (d.start, -d.end))
+        # A fence parsed twice (scanned, then chunked in place) yields the same definitions twice: key by range.
+        defs = sorted(
+            {(d.start, d.end, d.qname): d for d in self.engine.all_defs}.values(), key=lambda d: (d.start, -d.end)
+        )
         return [
             (d.start, d.end, {"name": d.qname, "kind": d.kind, "start_line": d.start_line, "end_line": d.end_line})
             for d in defs

@@ -46,6 +46,8 @@ class LanguageSpec:
         separator: Joins a qualified name (``Client.send``; Markdown uses `` > `` for heading paths).
         paragraph_groups: Group statements at blank and comment lines instead of filling the budget (Bash).
         glue_kinds: Kind given to a leaf made of one node of this type (``pipe_table`` -> ``table``).
+        prose: A node over budget with no usable children is cut at paragraphs, lines, sentences, then words
+            (code is cut at lines, then tokens).
         standalone_types: Node types that always form their own leaf, like definitions (front matter).
         injections: Node types whose content is code of another language.
         root_kind: Kind of the file span.
@@ -67,6 +69,7 @@ class LanguageSpec:
     root_kind: str = "module"
     glue_kind: str = "block"
     filenames: tuple[str, ...] = ()
+    prose: bool = False
 
 
 _JS_LIKE = dict(
@@ -124,6 +127,7 @@ SPECS: dict[str, LanguageSpec] = {
         injections={"fenced_code_block": Injection("code_fence_content", language_child="info_string")},
         root_kind="document",
         glue_kind="text",
+        prose=True,
     ),
     "html": LanguageSpec(
         name="html",
@@ -161,7 +165,12 @@ SPECS: dict[str, LanguageSpec] = {
         root_kind="document",
     ),
     "text": LanguageSpec(
-        name="text", grammar=None, extensions=(".txt", ".text", ".rst", ".log"), root_kind="document", glue_kind="text"
+        name="text",
+        grammar=None,
+        extensions=(".txt", ".text", ".rst", ".log"),
+        root_kind="document",
+        glue_kind="text",
+        prose=True,
     ),
 }
 
