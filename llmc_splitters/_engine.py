@@ -510,6 +510,12 @@ class Engine:
         self.scopes.append(code_scope)
         tasks: list[tuple[Any, ...]] = []
         c0, c1 = content.start_byte, content.end_byte
+        # Content that starts with a line break after the opening tag/fence: the code starts on its own line.
+        head = self.data[c0:c1]
+        stripped = len(head) - len(head.lstrip(b" \t\r\n"))
+        nl = head.rfind(b"\n", 0, stripped)
+        if nl >= 0:
+            c0 += nl + 1
         if c0 > a:
             tasks.extend(("unit", u) for u in self._glue(a, c0, code_scope, "neutral", "fence"))
         tasks.append(("expand", tree.root_node, c0, c1, code_scope, sub_ctx))

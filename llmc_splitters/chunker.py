@@ -251,7 +251,7 @@ class _Run:
                     leaf.kind = "imports"
                 elif cats == {"neutral"} and types <= spec.comment_types:
                     leaf.kind = "comment"
-                elif len(leaf.units) == 1 and first.node_type in spec.injections and self._label_embedded(leaf):
+                elif len(leaf.units) == 1 and first.node_type in spec.injections and self._label_embedded(leaf, first):
                     pass
                 elif len(leaf.units) == 1 and first.node_type in spec.glue_kinds:
                     leaf.kind = spec.glue_kinds[first.node_type]  # type: ignore[index]
@@ -259,6 +259,10 @@ class _Run:
                     leaf.kind = scope.kind
                 else:
                     leaf.kind = _piece_kind(scope, spec)
+                embedded = [u for u in leaf.units if u.node_type in spec.injections and u.node is not None]
+                if len(leaf.units) > 1 and len(embedded) == 1:
+                    # One <script> or fence packed with markup or prose: say which code it holds.
+                    self._label_embedded(leaf, embedded[0], rename=False)
                 if leaf.name is None and scope.name is not None:
                     leaf.name = scope.name
             if scope.info is not None or scope.kind == "code":
@@ -271,16 +275,18 @@ class _Run:
                 leaf.meta["code_language"] = scope.meta.get("code_language")
             self._context(leaf)
 
-    def _label_embedded(self, leaf: Leaf) -> bool:
-        """A whole fence or ``<script>``: record its language, and name it after its definition if it has one."""
-        unit = leaf.units[0]
+    def _label_embedded(self, leaf: Leaf, unit: Any, rename: bool = True) -> bool:
+        """A whole fence or ``<script>``: record its language, and (``rename``) name the leaf after its single
+        top-level definition if it has one."""
         spec = leaf.scope.spec
-        parsed = self.engine.parse_injection(unit.node, spec.injections[unit.node_type])  # type: ignore[index]
+        parsed = self.engine.parse_injection(unit.node, spec.injections[unit.node_type])
         if parsed is None:
             return False
         sub_spec, content, _tree, ctx = parsed
-        leaf.kind = spec.glue_kinds.get(unit.node_type or "", "code")
         leaf.meta["code_language"] = sub_spec.name
+        if not rename:
+            return True
+        leaf.kind = spec.glue_kinds.get(unit.node_type or "", "code")
         tops = {id(i): i for i in ctx.defs.values() if "." not in i.qname and i.qname == i.name}
         if len(tops) == 1:
             info = next(iter(tops.values()))

@@ -124,7 +124,6 @@ def test_script_that_stands_alone_is_a_javascript_code_span():
     assert leaf.text.lstrip().startswith("<script>") and leaf.text.rstrip().endswith("</script>")
 
 
-@pytest.mark.xfail(strict=True, reason="engine: a fitting <script> packed with closing tags is labeled as markup")
 def test_script_followed_by_closing_tags_is_still_labeled_javascript():
     spans = ASTChunker(max_tokens=300).chunk(PAGE, path="dashboard.html")
     start, end = element_range(PAGE, "script")
@@ -155,7 +154,6 @@ def test_script_with_one_function_is_named_after_it():
     assert (sym["start_line"], sym["end_line"]) == (def_line, def_line + 3)
 
 
-@pytest.mark.xfail(strict=True, reason="engine: injected content starting on the tag's line is cut after the tag")
 def test_function_of_an_over_budget_script_starts_on_its_own_line():
     spans = ASTChunker(max_tokens=20).chunk(COUNTER, path="counter.html")
     (leaf,) = [s for s in spans if s.name == "increment"]
