@@ -14,6 +14,8 @@ from .errors import (
     UnsupportedInputError,
 )
 from .languages import detect_language
+from .notebook import chunk_notebook, read_notebook
+from .overlap import index_text
 from .span import Span, SpanTree
 
 __version__ = "0.1.0"
@@ -29,5 +31,8 @@ __all__ = [
     "UndecodableInputError",
     "UnsupportedInputError",
     "__version__",
+    "chunk_notebook",
     "detect_language",
+    "index_text",
+    "read_notebook",
 ]

@@ -24,7 +24,12 @@ def context_header(span: Span) -> str:
     lines = [f"# {first}"] if first else []
     context = span.metadata.get("context")
     if context:
-        lines.extend(f"# {line.strip()}" for line in str(context).splitlines() if line.strip())
+        # Markdown headings are already marked; code signatures get a comment-like marker.
+        lines.extend(
+            line.strip() if line.lstrip().startswith("#") else f"# {line.strip()}"
+            for line in str(context).splitlines()
+            if line.strip()
+        )
     return "".join(f"{line}\n" for line in lines)
 
 

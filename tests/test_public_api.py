@@ -22,7 +22,10 @@ CORE_ALL = [
     "UndecodableInputError",
     "UnsupportedInputError",
     "__version__",
+    "chunk_notebook",
     "detect_language",
+    "index_text",
+    "read_notebook",
 ]
 
 # Heavy or optional packages that importing and using the core must never load.
