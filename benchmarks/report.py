@@ -178,7 +178,18 @@ def targets(results: dict) -> list[str]:
     return out
 
 
-def render_markdown(results: dict) -> str:
+CAVEATS = [
+    "Retrieval is per package (each package is its own index, as one repository would be); a package's corpus is "
+    "a seeded sample of its source files capped in size (see Corpus), so budgets are a real share of the index.",
+    "The dense model reads at most 256 word pieces of a chunk; longer chunks are judged on their beginning "
+    "(this favours chunks that start at a definition).",
+    "Held-out samples are small (see n in results.json): differences of a few points are within noise.",
+    "Peers that return bare strings are located in the file ignoring whitespace; a chunk that cannot be located "
+    "counts as covering nothing (chunk_stats.unlocated_chunks).",
+]
+
+
+def render_markdown(results: dict, notes: str = "") -> str:
     s = results["settings"]
     lines = [
         "# llmc_splitters benchmark results",
@@ -231,7 +242,8 @@ def render_markdown(results: dict) -> str:
         f"{s['throughput_repeats']})",
         "",
         "Floor = one tree-sitter parse + one cl100k encode per file. x floor = chunker time / floor time on the "
-        "languages it supports.",
+        "languages it supports. Times are CPU seconds of the chunking thread (`time.thread_time`), so other load "
+        "on the machine matters less; MB/s = corpus MB / those seconds.",
         "",
         *throughput_table(results),
         "",
@@ -254,6 +266,9 @@ def render_markdown(results: dict) -> str:
         lines += ["", "## Errors", ""]
         for k, n in results["error_counts"].items():
             lines.append(f"- {k}: {n} file(s) failed; first: `{results['errors'][k][0][:300]}`")
+    lines += ["", "## Caveats", "", *(f"- {c}" for c in CAVEATS)]
+    if notes.strip():
+        lines += ["", "## Closing notes", "", notes.strip()]
     lines.append("")
     return "\n".join(lines)
 
