@@ -13,6 +13,17 @@ Re-indexing is incremental: a file whose content hash (and chunking settings) di
 file's records are replaced, and vectors whose embedded text did not change are reused, so only new text is
 embedded; files that disappeared from an indexed directory are removed.
 
+Writes are crash-safe. Record ids are deterministic, so writing a file again upserts the same ids. A file's
+records are written in this order: its completion marker (the file span's record, which carries the content hash
+and settings) is withdrawn first, then the other records are upserted, records of the file that the new version no
+longer has are deleted, and the marker is written last, with the number of records it completes. A file counts as
+indexed only when its marker is there and the record count matches, so a run killed at any point (even between two
+batches of one file) leaves files that are either complete or not indexed at all; on open, the records of an
+incomplete file are hidden from search, and the next run re-indexes it (or removes it, if the file is gone)
+without duplicates. A file that cannot be read, decoded or chunked is recorded in :attr:`IndexReport.failed` and
+keeps whatever version was indexed before; the rest of the run goes on. Chunking can run in worker processes
+(``workers=``) while every write stays in the calling process.
+
 Search fuses ranked lists by reciprocal rank fusion (:mod:`.fuse`): BM25 over code-aware terms (:mod:`.lexical`)
 and, when an embedding model is given, cosine similarity in Chroma. See :meth:`CodeIndex.search` for the
 confidence formula.
@@ -23,21 +34,28 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import multiprocessing
 import os
+import pickle
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, LlmcError, UnsupportedInputError
+from ..inputs import decode
 from ..span import Span, SpanTree
 from .embeddings import Embedding, bounded_view
 from .expand import HitContext, Scope, Snippet
 from .fuse import DEFAULT_RRF_K, reciprocal_rank_fusion
 from .lexical import BM25Index
-from .store import ChromaStore, Record
+from .store import ChromaStore, Record, StoreError
 
 __all__ = ["CodeIndex", "Hit", "SearchResult", "IndexReport", "FileSummaryInput", "DEFAULT_INCLUDE"]
 
@@ -126,7 +144,8 @@ class IndexReport:
         spans: Records written.
         embedded: Texts sent to the embedding model.
         reused: Vectors reused because their embedded text did not change.
-        failed: ``path -> reason`` for files that could not be read or chunked.
+        failed: ``path -> reason`` for files that could not be read, decoded (binary data) or chunked, or whose
+            records could not be written. Such a file keeps the version indexed before, if any.
     """
 
     added: list[str] = field(default_factory=list)
@@ -149,6 +168,22 @@ class _Entry:
     document: str
     meta: dict[str, Any]
     span: Span | None = None
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """One file chunked and embedded, waiting to be written: its records, whether a complete version was
+    indexed before (``update``), and whether the store may hold records of its path (``known``)."""
+
+    path: str
+    records: list[Record]
+    update: bool
+    known: bool
+
+
+# Files (and records) written per group of store calls (see CodeIndex._flush).
+_GROUP_FILES = 32
+_GROUP_RECORDS = 4000
 
 
 def _sha(text: str) -> str:
@@ -230,6 +265,9 @@ class CodeIndex:
         self._lock = threading.RLock()
         self._entries: dict[str, _Entry] = {}
         self._by_path: dict[str, list[str]] = {}
+        # Files with records in the store but no valid completion marker (a write was interrupted): hidden from
+        # search, re-indexed (or pruned) by the next indexing call.
+        self._incomplete: set[str] = set()
         self._dim: int | None = None
         self._lex_cache: dict[str, tuple[list[str], BM25Index]] = {}
         self._load()
@@ -256,12 +294,24 @@ class CodeIndex:
     # --------------------------------------------------------------------------------------------------- memory
 
     def _load(self) -> None:
-        """Read every record back from Chroma (documents + metadata, not vectors) and rebuild lookups."""
+        """Read every record back from Chroma (documents + metadata, not vectors) and rebuild lookups.
+
+        A file whose completion marker is missing, or which has another number of records than its marker says,
+        was being written when a run stopped: its records are not loaded (not searchable) and the path is kept in
+        ``_incomplete`` for the next indexing call to redo or prune.
+        """
         with self._lock:
             self._entries.clear()
             self._by_path.clear()
+            self._incomplete.clear()
             for rec in self.store.records():
                 self._remember(rec)
+            for path in list(self._by_path):
+                root = self._root(path)
+                n = root.meta.get("n_records") if root is not None else None
+                if root is None or (isinstance(n, int) and n != len(self._by_path[path])):
+                    self._forget_path(path)
+                    self._incomplete.add(path)
             self._lex_cache.clear()
 
     def _remember(self, rec: Record) -> None:
@@ -309,56 +359,86 @@ class CodeIndex:
 
     # ------------------------------------------------------------------------------------------------- indexing
 
-    def index_texts(self, files: Mapping[str, str], *, prune: bool = False) -> IndexReport:
+    def index_texts(self, files: Mapping[str, str], *, prune: bool = False, workers: int = 1) -> IndexReport:
         """Index in-memory files ``{path: text}``; unchanged files are skipped.
 
         Args:
             files: Path -> full text. The path is stored as given and is what results report.
             prune: Also remove every indexed file that is not in ``files``.
+            workers: Chunk in this many worker processes (see :meth:`index_files`).
 
         Returns:
             An :class:`IndexReport`.
+
+        Raises:
+            ConfigurationError: ``workers`` is not a positive integer, or the chunker cannot be sent to workers.
         """
         report = IndexReport()
         with self._lock:
-            for path, text in files.items():
-                try:
-                    self._index_one(str(path), text, report)
-                except LlmcError as exc:
-                    report.failed[str(path)] = str(exc)
+            self._index_stream(((str(path), text) for path, text in files.items()), report, workers)
             if prune:
-                for gone in set(self._by_path) - {str(p) for p in files}:
+                for gone in sorted((set(self._by_path) | self._incomplete) - {str(p) for p in files}):
                     self.remove(gone)
                     report.removed.append(gone)
         return report
 
-    def index_files(self, paths: Iterable[str | os.PathLike[str]], *, root: str | os.PathLike[str] | None = None) -> IndexReport:
-        """Index files from disk (UTF-8; undecodable bytes replaced); unchanged files are skipped.
+    def index_files(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        root: str | os.PathLike[str] | None = None,
+        workers: int = 1,
+    ) -> IndexReport:
+        """Index files from disk; unchanged files are skipped.
+
+        Bytes are decoded by the chunker's policy (``errors=``, see :mod:`llmc_splitters.inputs`): UTF-8 (a BOM
+        removed), else cp1252/Latin-1 so that nothing is lost. Binary files (NUL bytes, mostly control bytes) and,
+        with ``errors="strict"``, undecodable ones are skipped and listed in :attr:`IndexReport.failed` with the
+        reason, as are unreadable files and files the chunker fails on; the run goes on. Files are read, chunked and
+        written one at a time (memory follows the largest file, not the tree), each write crash-safe (see the module
+        docstring).
 
         Args:
             paths: Files to (re-)index. A path that no longer exists has its records removed.
             root: Store paths relative to this directory (POSIX separators); default: as given.
+            workers: With ``workers > 1``, files are chunked in that many worker processes (a ``spawn`` process
+                pool: a script calling this must guard its entry point with ``if __name__ == "__main__":``); the
+                chunker is pickled and sent to them. Reading, embedding and every write to the store stay in this
+                process, and the result is the same as with ``workers=1``. A worker that dies (a crash in native
+                code) fails only the file it was chunking.
 
         Returns:
             An :class:`IndexReport`.
+
+        Raises:
+            ConfigurationError: ``workers`` is not a positive integer, or the chunker cannot be pickled.
         """
-        texts: dict[str, str] = {}
         report = IndexReport()
-        for p in paths:
-            key = Path(p).relative_to(root).as_posix() if root is not None else str(p)
-            try:
-                texts[key] = Path(p).read_bytes().decode("utf-8", "replace")
-            except FileNotFoundError:
-                if key in self._by_path:
-                    self.remove(key)
-                    report.removed.append(key)
-            except OSError as exc:
-                report.failed[key] = f"{type(exc).__name__}: {exc}"
-        sub = self.index_texts(texts)
-        for name in ("added", "updated", "unchanged"):
-            getattr(report, name).extend(getattr(sub, name))
-        report.spans, report.embedded, report.reused = sub.spans, sub.embedded, sub.reused
-        report.failed.update(sub.failed)
+        errors = getattr(self.chunker, "errors", "fallback")
+        errors = errors if errors in ("fallback", "strict") else "fallback"
+
+        def texts() -> Iterator[tuple[str, str]]:
+            for p in paths:
+                key = Path(p).relative_to(root).as_posix() if root is not None else str(p)
+                try:
+                    data = Path(p).read_bytes()
+                except FileNotFoundError:
+                    if key in self._by_path or key in self._incomplete:
+                        self.remove(key)
+                        report.removed.append(key)
+                    continue
+                except OSError as exc:
+                    report.failed[key] = f"could not read {key}: {type(exc).__name__}: {exc}"
+                    continue
+                try:
+                    text = decode(data, errors).text
+                except LlmcError as exc:  # binary, or not UTF-8 under errors="strict": skipped, with the reason
+                    report.failed[key] = f"skipped {key}: {exc}"
+                    continue
+                yield key, text
+
+        with self._lock:
+            self._index_stream(texts(), report, workers)
         return report
 
     def index_directory(
@@ -368,6 +448,7 @@ class CodeIndex:
         include: Sequence[str] = DEFAULT_INCLUDE,
         exclude: Sequence[str] = (),
         prune: bool = True,
+        workers: int = 1,
     ) -> IndexReport:
         """Index every matching file under ``root``, storing paths relative to it.
 
@@ -377,12 +458,14 @@ class CodeIndex:
             exclude: Glob patterns to skip. VCS, virtualenv, ``node_modules`` and cache directories are always
                 skipped.
             prune: Remove indexed files that are no longer present (the index mirrors the directory).
+            workers: Chunk in this many worker processes (see :meth:`index_files`).
 
         Returns:
-            An :class:`IndexReport`.
+            An :class:`IndexReport`; files that could not be read, decoded or chunked are in ``failed`` with the
+            reason, and everything else is indexed.
 
         Raises:
-            ConfigurationError: ``root`` is not a directory.
+            ConfigurationError: ``root`` is not a directory, or ``workers`` is invalid.
         """
         base = Path(root)
         if not base.is_dir():
@@ -399,11 +482,11 @@ class CodeIndex:
                 if any(rel.match(g) for g in exclude):
                     continue
                 found.append(p)
-        report = self.index_files(found, root=base)
+        report = self.index_files(found, root=base, workers=workers)
         if prune:
             present = {p.relative_to(base).as_posix() for p in found}
             with self._lock:
-                for gone in sorted(set(self._by_path) - present):
+                for gone in sorted((set(self._by_path) | self._incomplete) - present):
                     self.remove(gone)
                     report.removed.append(gone)
         return report
@@ -411,26 +494,81 @@ class CodeIndex:
     def remove(self, path: str) -> None:
         """Delete every record of one file."""
         with self._lock:
-            self.store.delete(path=path)
             self._forget_path(path)
             self._lex_cache.clear()
+            self._incomplete.add(path)  # until the delete went through
+            self.store.delete(path=path)
+            self._incomplete.discard(path)
 
-    def _index_one(self, path: str, text: str, report: IndexReport) -> None:
+    def _index_stream(self, items: Iterable[tuple[str, str]], report: IndexReport, workers: int) -> None:
+        """Index ``(path, text)`` pairs, chunking in ``workers`` processes; failures go to the report.
+
+        Files are prepared (chunked, embedded) one at a time and written in groups of up to ``_GROUP_FILES`` files
+        (each store call has a fixed cost that dwarfs a small file's records); see :meth:`_flush`.
+        """
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            msg = f"workers must be a positive integer (1: chunk in this process), got {workers!r}"
+            raise ConfigurationError(msg)
+        source: Iterable[tuple[str, str, SpanTree | str | None]]
+        if workers == 1:
+            source = ((path, text, None) for path, text in items)
+        else:
+            try:
+                payload = pickle.dumps(self.chunker)
+            except Exception as exc:  # noqa: BLE001 - pickling raises PicklingError, TypeError, AttributeError...
+                msg = (
+                    f"workers={workers} needs a chunker that can be pickled to send it to worker processes, but "
+                    f"{type(self.chunker).__name__} cannot ({type(exc).__name__}: {exc}). Use workers=1, or a "
+                    "tokenizer defined at module level (not a lambda or a closure)."
+                )
+                raise ConfigurationError(msg) from exc
+
+            def todo() -> Iterator[tuple[str, str]]:
+                for path, text in items:
+                    if self._is_unchanged(path, _sha(text)):
+                        report.unchanged.append(path)
+                    else:
+                        yield path, text
+
+            source = _chunk_in_processes(payload, todo(), workers)
+        group: list[_Prepared] = []
+        for path, text, outcome in source:
+            if isinstance(outcome, str):
+                report.failed[path] = outcome
+                continue
+            if any(g.path == path for g in group):
+                self._flush(group, report)
+            try:
+                prepared = self._prepare(path, text, report, outcome)
+            except LlmcError as exc:
+                report.failed[path] = str(exc)
+                continue
+            if prepared is not None:
+                group.append(prepared)
+                if len(group) >= _GROUP_FILES or sum(len(g.records) for g in group) >= _GROUP_RECORDS:
+                    self._flush(group, report)
+        self._flush(group, report)
+
+    def _is_unchanged(self, path: str, file_hash: str) -> bool:
+        root = self._root(path)
+        return root is not None and root.meta.get("file_hash") == file_hash and \
+            root.meta.get("settings") == self.settings_fingerprint
+
+    def _prepare(self, path: str, text: str, report: IndexReport, tree: SpanTree | None = None) -> _Prepared | None:
+        """Chunk (unless ``tree`` is given) and embed one file; ``None`` when it is unchanged."""
         file_hash = _sha(text)
         old_root = self._root(path)
         fp = self.settings_fingerprint
-        if old_root is not None and old_root.meta.get("file_hash") == file_hash and old_root.meta.get("settings") == fp:
+        if tree is None and self._is_unchanged(path, file_hash):
             report.unchanged.append(path)
-            return
-        try:
-            tree: SpanTree = self.chunker.chunk_tree(text, path=path)
-        except (LlmcError, ValueError) as exc:
-            msg = f"could not chunk {path}: {exc}"
-            raise UnsupportedInputError(msg) from exc
+            return None
+        if tree is None:
+            tree = _chunk(self.chunker, path, text)
         records, to_embed = self._records(path, text, tree, file_hash, fp)
-        # Reuse vectors whose embedded text did not change (same file before the edit).
+        known = old_root is not None or path in self._incomplete  # the store may hold records of this path
+        # Reuse vectors whose embedded text did not change (same file before the edit, or a write cut short).
         reused: dict[str, list[float]] = {}
-        if self.embedding is not None and old_root is not None:
+        if self.embedding is not None and known:
             for rec in self.store.records(where={"path": path}, embeddings=True):
                 h = rec.metadata.get("embed_hash")
                 if h and rec.embedding is not None:
@@ -453,14 +591,56 @@ class CodeIndex:
         for rec in records:
             if rec.embedding is None:
                 rec.embedding = [1.0] + [0.0] * (dim - 1)
-        self.store.delete(path=path)
-        self._forget_path(path)
-        self.store.upsert(records)
-        for rec in records:
-            self._remember(rec)
+            if rec.metadata.get("is_root"):
+                rec.metadata["n_records"] = len(records)
+        return _Prepared(path, records, old_root is not None, known)
+
+    def _flush(self, group: list[_Prepared], report: IndexReport) -> None:
+        """Replace the stored records of each file of ``group`` so that a crash at any point is recoverable.
+
+        Each file's marker (its root record: content hash, settings, record count) is withdrawn first and written
+        last, after the other records are upserted (the same ids as any earlier, interrupted write of the same
+        content) and the file's records missing from its new version are deleted. Until its marker is back, a file
+        is incomplete: hidden from search in a fresh process, and redone by the next run. If the store fails, every
+        file of the group is reported failed and stays incomplete. ``group`` is emptied.
+        """
+        if not group:
+            return
+        for g in group:
+            self._forget_path(g.path)
+            self._incomplete.add(g.path)
         self._lex_cache.clear()
-        report.spans += len(records)
-        (report.updated if old_root is not None else report.added).append(path)
+        markers = [r for g in group for r in g.records if r.metadata.get("is_root")]
+        body = [r for g in group for r in g.records if not r.metadata.get("is_root")]
+        try:
+            stale: list[str] = []
+            old_markers: list[str] = []
+            for g in group:
+                if not g.known:
+                    continue  # nothing of this path was loaded or written: the store holds none of its records
+                stored = set(self.store.ids(where={"path": g.path}))
+                roots = self.store.ids(where={"$and": [{"path": g.path}, {"is_root": True}]}) if stored else []
+                old_markers.extend(roots)
+                stale.extend(sorted(stored - {r.id for r in g.records} - set(roots)))
+            if old_markers:
+                self.store.delete(ids=old_markers)
+            self.store.upsert(body)
+            if stale:
+                self.store.delete(ids=stale)
+            self.store.upsert(markers)
+        except Exception as exc:  # noqa: BLE001 - a failed write must not abort the run; the files stay incomplete
+            why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+            for g in group:
+                report.failed[g.path] = f"could not write the records of {g.path}: {why}"
+            group.clear()
+            return
+        for g in group:
+            for rec in g.records:
+                self._remember(rec)
+            self._incomplete.discard(g.path)
+            report.spans += len(g.records)
+            (report.updated if g.update else report.added).append(g.path)
+        group.clear()
 
     def _vector_dim(self, records: list[Record]) -> int:
         if self._dim is None:
@@ -806,6 +986,115 @@ class CodeIndex:
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
+
+
+def _chunk(chunker: Any, path: str, text: str) -> SpanTree:
+    """``chunker.chunk_tree(text, path=path)``; any failure becomes an :class:`UnsupportedInputError` naming the file."""
+    try:
+        return chunker.chunk_tree(text, path=path)
+    except Exception as exc:  # noqa: BLE001 - one file the chunker fails on (even by a bug) must not stop a run
+        msg = f"could not chunk {path}: {exc}" if isinstance(exc, (LlmcError, ValueError)) else \
+            f"could not chunk {path}: {type(exc).__name__}: {exc}"
+        raise UnsupportedInputError(msg) from exc
+
+
+def _chunk_rows(chunker: Any, path: str, text: str) -> tuple[str, Any]:
+    """Chunk one file into picklable rows: ``("ok", {"spans": [...], "leaves": [...]})`` or ``("error", reason)``.
+
+    ``spans`` holds every span of the tree as :meth:`Span.to_dict` (pre-order, root first) and ``leaves`` the leaf
+    ids in file order; :func:`_tree_from_rows` rebuilds the :class:`SpanTree`. A top-level function of plain data,
+    so a ``spawn`` worker process can run it.
+    """
+    try:
+        tree = _chunk(chunker, path, text)
+    except LlmcError as exc:
+        return "error", str(exc)
+    return "ok", {"spans": [s.to_dict() for s in tree.spans], "leaves": [s.id for s in tree.leaves]}
+
+
+def _tree_from_rows(rows: Mapping[str, Any]) -> SpanTree:
+    """The :class:`SpanTree` of :func:`_chunk_rows` output."""
+    spans = [Span.from_dict(d) for d in rows["spans"]]
+    by_id = {s.id: s for s in spans}
+    return SpanTree.build(spans, [by_id[i] for i in rows["leaves"]])
+
+
+_worker_chunker: Any = None
+
+
+def _worker_init(payload: bytes, parent_pid: int) -> None:
+    """Set up a chunking worker: unpickle the chunker once; exit when the parent process is gone."""
+    global _worker_chunker  # noqa: PLW0603 - one chunker per worker process
+    _worker_chunker = pickle.loads(payload)  # noqa: S301 - pickled by the parent process a moment ago
+
+    def watch() -> None:
+        # A parent killed with SIGKILL cannot shut the pool down; without this, idle workers would wait forever.
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="llmc-parent-watch", daemon=True).start()
+
+
+def _worker_chunk(path: str, text: str) -> tuple[str, Any]:
+    return _chunk_rows(_worker_chunker, path, text)
+
+
+def _chunk_in_processes(
+    payload: bytes, items: Iterator[tuple[str, str]], workers: int
+) -> Iterator[tuple[str, str, SpanTree | str]]:
+    """Chunk ``(path, text)`` items in a ``spawn`` process pool; yield ``(path, text, tree or failure reason)``.
+
+    Results come back in input order, with at most ``2 * workers`` files in flight. If a worker dies (the pool
+    breaks), the files that were in flight are chunked again one at a time in a fresh pool, so only the file that
+    kills its worker is reported as failed.
+    """
+    ctx = multiprocessing.get_context("spawn")
+
+    def new_pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                                   initargs=(payload, os.getpid()))
+
+    pool = new_pool()
+    inflight: deque[tuple[str, str, Future[tuple[str, Any]], bool]] = deque()  # (path, text, future, alone)
+    suspects: deque[tuple[str, str]] = deque()
+    try:
+        while True:
+            if suspects:
+                # Files that were in flight when a worker died go one at a time, to find the one that kills it.
+                if not inflight:
+                    path, text = suspects.popleft()
+                    inflight.append((path, text, pool.submit(_worker_chunk, path, text), True))
+            else:
+                while len(inflight) < 2 * workers:
+                    nxt = next(items, None)
+                    if nxt is None:
+                        break
+                    inflight.append((nxt[0], nxt[1], pool.submit(_worker_chunk, nxt[0], nxt[1]), False))
+            if not inflight:
+                return
+            path, text, fut, alone = inflight.popleft()
+            try:
+                status, value = fut.result()
+            except BrokenProcessPool as exc:
+                pool.shutdown(wait=True, cancel_futures=True)
+                pool = new_pool()
+                if alone:
+                    yield path, text, f"could not chunk {path}: the chunking process died ({exc})"
+                else:
+                    suspects.append((path, text))
+                    suspects.extend((p, t) for p, t, _, _ in inflight)
+                    inflight.clear()
+                continue
+            except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be unpickled: that file fails
+                yield path, text, f"could not chunk {path}: {type(exc).__name__}: {exc}"
+                continue
+            yield path, text, (_tree_from_rows(value) if status == "ok" else value)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 
 
 def _confidence(top: str | None, lexical: list[tuple[str, float]], dense: list[tuple[str, float]] | None) -> float:

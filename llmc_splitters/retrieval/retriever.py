@@ -136,16 +136,19 @@ class CodeRetriever:
 
     # ------------------------------------------------------------------------------------------------- indexing
 
-    def index_files(self, paths: Iterable[str | os.PathLike[str]], *, root: str | os.PathLike[str] | None = None) -> IndexReport:
-        """Index files from disk; see :meth:`CodeIndex.index_files`."""
-        return self.index.index_files(paths, root=root)
+    def index_files(
+        self, paths: Iterable[str | os.PathLike[str]], *, root: str | os.PathLike[str] | None = None, workers: int = 1,
+    ) -> IndexReport:
+        """Index files from disk (chunking in ``workers`` processes); see :meth:`CodeIndex.index_files`."""
+        return self.index.index_files(paths, root=root, workers=workers)
 
     def index_directory(
         self, root: str | os.PathLike[str], *, include: Sequence[str] = DEFAULT_INCLUDE, exclude: Sequence[str] = (),
-        prune: bool = True,
+        prune: bool = True, workers: int = 1,
     ) -> IndexReport:
-        """Index a directory tree incrementally; see :meth:`CodeIndex.index_directory`."""
-        return self.index.index_directory(root, include=include, exclude=exclude, prune=prune)
+        """Index a directory tree incrementally (chunking in ``workers`` processes); see
+        :meth:`CodeIndex.index_directory`."""
+        return self.index.index_directory(root, include=include, exclude=exclude, prune=prune, workers=workers)
 
     def index_texts(self, files: Mapping[str, str], *, prune: bool = False) -> IndexReport:
         """Index in-memory ``{path: text}``; see :meth:`CodeIndex.index_texts`."""

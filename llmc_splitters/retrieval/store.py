@@ -178,25 +178,62 @@ class ChromaStore:
             return 1000
 
     def upsert(self, records: Sequence[Record]) -> None:
-        """Insert or replace records (each must carry its embedding)."""
+        """Insert or replace records (each must carry its embedding).
+
+        Upserting the same records again changes nothing (ids are deterministic), so a write that was interrupted
+        can simply be repeated. Large lists are sent in several batches, which are *not* atomic together: callers
+        that need all-or-nothing per file write a completion marker last (see ``CodeIndex``).
+
+        Raises:
+            StoreError: Chroma rejected the write or could not be reached.
+        """
         n = self._batch_size()
         for i in range(0, len(records), n):
             batch = records[i : i + n]
-            self.collection.upsert(
-                ids=[r.id for r in batch],
-                documents=[r.document for r in batch],
-                metadatas=[r.metadata for r in batch],
-                embeddings=[r.embedding for r in batch],
-            )
+            try:
+                self.collection.upsert(
+                    ids=[r.id for r in batch],
+                    documents=[r.document for r in batch],
+                    metadatas=[r.metadata for r in batch],
+                    embeddings=[r.embedding for r in batch],
+                )
+            except LlmcError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - chromadb raises many types (validation, IO, HTTP)
+                msg = f"could not write {len(batch)} records to {self!r}: {type(exc).__name__}: {exc}"
+                raise StoreError(msg) from exc
 
     def delete(self, *, ids: Sequence[str] | None = None, path: str | None = None) -> None:
-        """Delete records by id, or every record of one file."""
-        if ids:
-            n = self._batch_size()
-            for i in range(0, len(ids), n):
-                self.collection.delete(ids=list(ids[i : i + n]))
-        if path is not None:
-            self.collection.delete(where={"path": path})
+        """Delete records by id, or every record of one file.
+
+        Raises:
+            StoreError: Chroma rejected the delete or could not be reached.
+        """
+        try:
+            if ids:
+                n = self._batch_size()
+                for i in range(0, len(ids), n):
+                    self.collection.delete(ids=list(ids[i : i + n]))
+            if path is not None:
+                self.collection.delete(where={"path": path})
+        except LlmcError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - chromadb raises many types (validation, IO, HTTP)
+            what = f"records of {path!r}" if path is not None else f"{len(ids or ())} records"
+            msg = f"could not delete {what} from {self!r}: {type(exc).__name__}: {exc}"
+            raise StoreError(msg) from exc
+
+    def ids(self, *, where: dict[str, Any] | None = None) -> list[str]:
+        """The ids of all records (matching ``where``), without their documents, metadata or vectors."""
+        out: list[str] = []
+        offset = 0
+        while True:
+            got = self.collection.get(where=where, include=[], limit=_GET_PAGE, offset=offset)
+            ids = list(got["ids"])
+            out.extend(ids)
+            if len(ids) < _GET_PAGE:
+                return out
+            offset += len(ids)
 
     def records(self, *, where: dict[str, Any] | None = None, embeddings: bool = False) -> Iterator[Record]:
         """All records (matching ``where``), paged."""
