@@ -17,7 +17,8 @@ from langchain_text_splitters import Language, TextSplitter  # noqa: E402
 from llmc_splitters import ConfigurationError  # noqa: E402
 from llmc_splitters.langchain import CodeTextSplitter  # noqa: E402
 
-REQUIRED_KEYS = {"source", "language", "start_line", "end_line", "start_index", "kind", "span_id", "parent_id"}
+REQUIRED_KEYS = {"source", "language", "start_line", "end_line", "start_index", "kind", "symbol", "span_id", "parent_id",
+                 "breadcrumb"}
 
 
 def read(rel: str) -> str:
@@ -125,6 +126,7 @@ def test_language_detected_per_document_from_source_or_file_path():
     assert langs == ["python", "bash", "python", "text"]
     assert docs[1].metadata["source"] == "run.sh", "source falls back to file_path"
     assert "source" not in docs[2].metadata, "no path, no source key (no None values)"
+    assert docs[3].metadata["symbol"] == "" and docs[3].metadata["breadcrumb"] == "", "present, empty for none"
     assert docs[0].metadata["kind"] == "function" and docs[0].metadata["symbol"] == "f"
 
 

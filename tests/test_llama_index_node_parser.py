@@ -127,6 +127,8 @@ def test_language_detection_per_document():
     ]
     nodes = CodeNodeParser(chunk_size=64).get_nodes_from_documents(docs)
     assert [n.metadata["language"] for n in nodes] == ["python", "javascript", "bash", "text"]
+    assert nodes[3].metadata["symbol"] == "" and nodes[3].metadata["breadcrumb"] == "", "present, empty for none"
+    assert "symbol:" not in nodes[3].get_content(metadata_mode=MetadataMode.EMBED)
     assert [n.ref_doc_id for n in nodes] == [d.doc_id for d in docs]
     forced = CodeNodeParser(chunk_size=64, language="python").get_nodes_from_documents(
         [Document(text="def f(x):\n    return x\n", metadata={"file_path": "a.txt"})]
@@ -144,8 +146,19 @@ def test_prev_next_link_consecutive_leaves_of_one_document_only():
         assert R.PREVIOUS not in mine[0].relationships and R.NEXT not in mine[-1].relationships
         for a, b in zip(mine, mine[1:]):
             assert a.next_node.node_id == b.node_id and b.prev_node.node_id == a.node_id
-    # Default: leaves only, no PARENT/CHILD (no relationship points to a node that is not emitted).
-    assert all(R.PARENT not in n.relationships and R.CHILD not in n.relationships for n in nodes)
+    # Default: leaves only (no CHILD); PARENT names the node the enclosing span gets with include_parents=True.
+    assert all(R.CHILD not in n.relationships for n in nodes)
+    assert all(R.PARENT in n.relationships for n in nodes)
+    full = CodeNodeParser(chunk_size=64, include_parents=True).get_nodes_from_documents([d1, d2])
+    full_by_id = {n.node_id: n for n in full}
+    for n in nodes:
+        parent = full_by_id[n.parent_node.node_id]
+        assert parent.metadata["span_id"] == n.metadata["parent_id"] == n.parent_node.metadata["span_id"]
+        assert n.node_id in [c.node_id for c in parent.child_nodes]
+        assert n.parent_node.metadata["kind"] == parent.metadata["kind"]
+        assert full_by_id[n.node_id].parent_node.node_id == n.parent_node.node_id
+    custom = CodeNodeParser(chunk_size=64, id_func=lambda i, doc: f"{doc.doc_id}-{i}").get_nodes_from_documents([d1])
+    assert all(R.PARENT not in n.relationships for n in custom), "unknown parent ids: no PARENT"
     off = CodeNodeParser(chunk_size=64, include_prev_next_rel=False).get_nodes_from_documents([d1])
     assert all(R.PREVIOUS not in n.relationships and R.NEXT not in n.relationships for n in off)
 

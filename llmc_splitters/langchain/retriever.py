@@ -220,6 +220,8 @@ def _files_of(documents: Iterable[Document], taken: Mapping[str, str]) -> dict[s
 def _document(hit: Hit, exp: Expansion, confidence: float) -> Document:
     span = hit.span
     meta = {k: v for k, v in span.to_metadata().items() if k not in ("start_byte", "end_byte", "token_count")}
+    meta.setdefault("symbol", "")
+    meta.setdefault("breadcrumb", "")
     meta.update(
         score=hit.score,
         rank=hit.rank,

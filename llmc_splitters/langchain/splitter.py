@@ -76,12 +76,14 @@ class CodeTextSplitter(TextSplitter):
     split as plain text.
 
     Each ``Document``'s metadata is the input metadata (copied) plus: ``source``, ``language``, ``kind``
-    (``function``, ``class``, ``method``, ``imports``, ``block``, ...), ``symbol`` (qualified name, when the chunk
-    is a definition or a piece of one), ``start_line``/``end_line`` (1-based, inclusive), ``start_index``/
+    (``function``, ``class``, ``method``, ``imports``, ``block``, ...), ``symbol`` (qualified name of the
+    definition the chunk is or belongs to), ``start_line``/``end_line`` (1-based, inclusive), ``start_index``/
     ``end_index`` (``str`` offsets of the source text; only with ``add_start_index``), ``start_byte``/``end_byte``,
     ``span_id`` (deterministic UUID), ``parent_id`` (the enclosing split class/function or the file),
-    ``token_count`` (tokens of the source text) and ``breadcrumb`` (``Client > send``). ``None`` values are left
-    out, so every value suits vector stores such as Chroma. Chunks made only of whitespace are skipped.
+    ``token_count`` (tokens of the source text) and ``breadcrumb`` (``Client > send``). ``symbol`` and
+    ``breadcrumb`` are ``""`` for a chunk outside any named definition (imports, module statements); ``source`` is
+    absent only when the input has no path. No value is ``None``, so every value suits vector stores such as Chroma.
+    Chunks made only of whitespace are skipped.
 
     Args:
         chunk_size: Token budget per chunk (LangChain's name). With ``context_header=True`` it bounds the whole
@@ -286,7 +288,7 @@ class CodeTextSplitter(TextSplitter):
         body = span.text
         if not body.strip():
             return None
-        meta = span.to_metadata()
+        meta = _span_metadata(span)
         stripped_any = False
         if self._strip_whitespace:
             lead = len(body) - len(body.lstrip())
@@ -315,6 +317,14 @@ class CodeTextSplitter(TextSplitter):
             meta.pop("start_index", None)
             meta.pop("end_index", None)
         return content, meta
+
+
+def _span_metadata(span: Span) -> dict[str, Any]:
+    """``span.to_metadata()`` with ``symbol`` and ``breadcrumb`` always present (``""`` for none: stores reject None)."""
+    meta = span.to_metadata()
+    meta.setdefault("symbol", "")
+    meta.setdefault("breadcrumb", "")
+    return meta
 
 
 def _resolve_size(chunk_size: int | None, max_tokens: int | None) -> int:

@@ -23,6 +23,7 @@ try:
         Document,
         MetadataMode,
         NodeRelationship,
+        ObjectType,
         RelatedNodeInfo,
         TextNode,
     )
@@ -118,6 +119,11 @@ def _id_func_setting(id_func: Any) -> Any:
     return id_func
 
 
+def _node_id(source_id: str, span: Span) -> str:
+    """The deterministic node id of ``span`` parsed from the node ``source_id``."""
+    return str(uuid.uuid5(_NODE_NAMESPACE, f"{source_id}\x00{span.id}"))
+
+
 def _resolve_size(chunk_size: int | None, max_tokens: int | None) -> int:
     if chunk_size is not None and max_tokens is not None and chunk_size != max_tokens:
         msg = f"chunk_size ({chunk_size}) and max_tokens ({max_tokens}) are the same setting; give one"
@@ -145,7 +151,8 @@ class CodeNodeParser(NodeParser):
     Node metadata is the input's (with ``include_metadata``) plus ``language``, ``kind``, ``symbol``,
     ``start_line``/``end_line`` (1-based, inclusive), ``start_index``/``end_index``, ``start_byte``/``end_byte``,
     ``span_id``, ``parent_id``, ``token_count``, ``breadcrumb`` and ``source`` (the path, unless the input already
-    has ``source``). Bookkeeping keys are listed in ``excluded_embed_metadata_keys`` (and most of them in
+    has ``source``); ``symbol`` and ``breadcrumb`` are ``""`` outside any named definition (no value is ``None``).
+    Bookkeeping keys are listed in ``excluded_embed_metadata_keys`` (and most of them in
     ``excluded_llm_metadata_keys``), so the embedding sees the code, its symbol and language.
 
     Relationships, which this parser sets itself (it overrides ``get_nodes_from_documents``, as
@@ -153,15 +160,18 @@ class CodeNodeParser(NodeParser):
 
     * ``SOURCE``: the input document (or, for an input node that has a source, that node's source);
     * ``PREVIOUS``/``NEXT``: between consecutive *leaf* nodes of the same input (``include_prev_next_rel``);
-    * ``PARENT``/``CHILD``: with ``include_parents=True``, the structural spans of the span tree (the file, and each
-      class/function/section that had to be split) are emitted as nodes too, before their children, and linked:
-      each node's ``PARENT`` is its enclosing span's node and each parent's ``CHILD`` lists its direct children in
-      file order. Parent nodes are bigger than ``chunk_size`` by nature: give ``get_leaf_nodes(nodes)`` to the
-      vector index and all nodes to the docstore, as with ``HierarchicalNodeParser``; docstore-based retrievers
-      such as ``AutoMergingRetriever`` follow the links. (The tree is as deep as the code: a split class's children
-      mix leaves and split methods, so levels are not uniform as in ``HierarchicalNodeParser``.) With the default ``include_parents=False`` only leaves are emitted, every one fits
-      ``chunk_size``, and no relationship points to a node that does not exist; ``metadata["parent_id"]`` still
-      names the enclosing span.
+    * ``PARENT``/``CHILD``: from the span tree, whose structural spans are the file and each class/function/section
+      that had to be split. With ``include_parents=True`` those spans are emitted as nodes too, before their
+      children: each node's ``PARENT`` is its enclosing span's node and each parent's ``CHILD`` lists its direct
+      children in file order. Parent nodes are bigger than ``chunk_size`` by nature: give
+      ``get_leaf_nodes(nodes)`` to the vector index and all nodes to the docstore, as with
+      ``HierarchicalNodeParser``; docstore-based retrievers such as ``AutoMergingRetriever`` follow the links. (The
+      tree is as deep as the code: a split class's children mix leaves and split methods, so levels are not uniform
+      as in ``HierarchicalNodeParser``.) With the default ``include_parents=False`` only leaves are emitted, each
+      within ``chunk_size``, so the output can go straight into a vector index; each leaf still has a ``PARENT``
+      naming the node id its enclosing span gets with ``include_parents=True`` (ids are deterministic), with that
+      span's ``kind``, ``symbol``, lines and ``span_id`` in the relationship's metadata; that node is simply not
+      emitted. (With a custom ``id_func`` those ids cannot be known, so leaves get no ``PARENT`` in this mode.)
 
     Node ids are deterministic (derived from the source id and the span) unless an ``id_func`` is given.
 
@@ -194,7 +204,8 @@ class CodeNodeParser(NodeParser):
     include_parents: bool = Field(
         default=False,
         description=(
-            "Also emit the structural spans (file, split classes/functions) as nodes, linked by PARENT/CHILD."
+            "Also emit the structural spans (file, split classes/functions) as nodes, linked by PARENT/CHILD. "
+            "Without it only leaves are emitted; their PARENT names the id the enclosing span's node would have."
         ),
     )
     context_header: bool = Field(
@@ -380,6 +391,21 @@ class CodeNodeParser(NodeParser):
                     info = parent.as_related_node_info()
                     for kid in kids:
                         kid.relationships[NodeRelationship.PARENT] = info
+        elif self.id_func is default_id_func:
+            for span in leaves:
+                enclosing = tree.parent(span)
+                if enclosing is not None:
+                    out[span.id].relationships[NodeRelationship.PARENT] = RelatedNodeInfo(
+                        node_id=_node_id(source.node_id, enclosing),
+                        node_type=ObjectType.TEXT,
+                        metadata={
+                            "kind": enclosing.kind,
+                            "symbol": enclosing.name or "",
+                            "start_line": enclosing.start_line,
+                            "end_line": enclosing.end_line,
+                            "span_id": enclosing.id,
+                        },
+                    )
         if self.include_prev_next_rel:
             leaf_nodes = [out[s.id] for s in leaves]
             for prev, nxt in zip(leaf_nodes, leaf_nodes[1:]):
@@ -404,6 +430,9 @@ class CodeNodeParser(NodeParser):
         source: RelatedNodeInfo,
     ) -> TextNode:
         span_meta = span.to_metadata()
+        # Always present, "" for none: vector stores (Chroma) reject None values.
+        span_meta.setdefault("symbol", "")
+        span_meta.setdefault("breadcrumb", "")
         if self.context_header and is_leaf:
             header = fit_header(context_header(span), span.token_count, self.chunk_size, self.resolved_tokenizer)
             if header:
@@ -412,11 +441,12 @@ class CodeNodeParser(NodeParser):
             span_meta.pop("source", None)
         meta = {**metadata, **span_meta} if self.include_metadata else span_meta
         if self.id_func is default_id_func:
-            node_id = str(uuid.uuid5(_NODE_NAMESPACE, f"{source.node_id}\x00{span.id}"))
+            node_id = _node_id(source.node_id, span)
         else:
             node_id = self.id_func(i, node)
-        excluded_embed = list(dict.fromkeys([*node.excluded_embed_metadata_keys, *_EMBED_EXCLUDED]))
-        excluded_llm = list(dict.fromkeys([*node.excluded_llm_metadata_keys, *_LLM_EXCLUDED]))
+        empty = [key for key in ("symbol",) if not span_meta.get(key)]  # no "symbol: " line for unnamed code
+        excluded_embed = list(dict.fromkeys([*node.excluded_embed_metadata_keys, *_EMBED_EXCLUDED, *empty]))
+        excluded_llm = list(dict.fromkeys([*node.excluded_llm_metadata_keys, *_LLM_EXCLUDED, *empty]))
         # Formatting settings follow the input node, as in LlamaIndex's build_nodes_from_splits.
         formatting = {
             key: getattr(node, key)

@@ -232,6 +232,8 @@ class CodeParentRetriever(BaseRetriever):
         meta: dict[str, Any] = {
             k: v for k, v in span.to_metadata().items() if k not in ("start_byte", "end_byte", "token_count")
         }
+        meta.setdefault("symbol", "")
+        meta.setdefault("breadcrumb", "")
         if span.path is not None:
             meta["file_path"] = span.path
         meta.update(
