@@ -23,7 +23,6 @@ encoded exactly once and the encoded volume stays linear in the file size.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +35,9 @@ _CLASS_LIKE = frozenset({"class", "interface", "enum", "module", "struct", "trai
 _BLANK_BEFORE = re.compile(rb"\n[ \t\r\f\v]*\n[ \t\f\v]*$")
 # A node this many times larger than the budget (in bytes) is over budget without counting (tiktoken only).
 _SURELY_OVER_BYTES_PER_TOKEN = 24
-_READ_CHUNK = 1 << 20
+# Past these, a tree with syntax errors is chunked without queries (see wide_error).
+_WIDE_ERROR_CHILDREN = 2000
+_WIDE_ERROR_VISITS = 500_000
 # A named node this small on the same line as the code before it joins that code (`};`).
 _TRAILING_BYTES = 2
 
@@ -123,6 +124,7 @@ class Engine:
         self._seen_tokens = 3
         self._seen_bytes = 10
         self.scopes: list[Scope] = []
+        self.wide_error = False
         self.all_defs: list[DefInfo] = []
 
     # ----------------------------------------------------------------- counting
@@ -166,7 +168,9 @@ class Engine:
         defs: dict[int, DefInfo] = {}
         wrapped: set[int] = set()
         imports: set[int] = set()
-        if spec.query is not None and spec.grammar is not None:
+        if wide_error(root):
+            self.wide_error = True
+        if spec.query is not None and spec.grammar is not None and not self.wide_error:
             import tree_sitter
 
             query = load_query(spec.grammar, spec.query)
@@ -661,26 +665,35 @@ class Engine:
         return None
 
 
-def parse(data: bytes, grammar: str, timeout: float | None = None) -> Any:
-    """Parse ``data`` with the calling thread's parser for ``grammar``; ``None`` if it takes over ``timeout`` s."""
+def parse(data: bytes, grammar: str) -> Any:
+    """Parse ``data`` with the calling thread's parser for ``grammar``.
+
+    NOTE: always from a bytestring. py-tree-sitter 0.26 ignores ``progress_callback`` for bytes and crashes the
+    interpreter when the callback fires with a read-callback source, so parse time is bounded by the input size.
+    """
     load_language(grammar)
-    parser = get_parser(grammar)
-    if timeout is None:
-        return parser.parse(data)
-    deadline = time.monotonic() + timeout
+    return get_parser(grammar).parse(data)
 
-    def read(offset: int, _point: Any) -> bytes:
-        return data[offset : offset + _READ_CHUNK]
 
-    def give_up(*_state: Any) -> bool:
-        return time.monotonic() > deadline
+def wide_error(root: Any) -> bool:
+    """Whether the tree holds an ERROR node with very many direct children.
 
-    try:
-        # tree-sitter only honours a progress callback when it reads through a callback.
-        return parser.parse(read, progress_callback=give_up)
-    except ValueError:
-        parser.reset()
-        return None
+    tree-sitter recovers a file of unbalanced punctuation into one flat ERROR node, and query cursors are
+    quadratic in such a node's width (minutes for 100 KB). Only subtrees that contain an error are visited.
+    """
+    if not root.has_error:
+        return False
+    stack = [root]
+    visits = 0
+    while stack:
+        node = stack.pop()
+        visits += 1
+        if node.type == "ERROR" and node.child_count > _WIDE_ERROR_CHILDREN:
+            return True
+        if visits > _WIDE_ERROR_VISITS:
+            return True
+        stack.extend(c for c in node.children if c.has_error)
+    return False
 
 
 def _string_statement(node: Any) -> Any:

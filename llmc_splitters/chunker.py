@@ -34,10 +34,12 @@ class ASTChunker:
         max_tokens: Token budget per leaf span.
         tokenizer: ``None`` (tiktoken cl100k, offline-safe), an encoding name, a ``tiktoken.Encoding``, a
             HuggingFace tokenizer, or any ``Callable[[str], int]``.
-        parse_timeout: Seconds a parse may take; past it the file is split by lines and tokens instead
-            (``metadata["fallback"] == "parse_timeout"``), still lossless. ``None`` disables the limit.
         max_file_bytes: Files larger than this are not parsed but split by lines and tokens
-            (``metadata["fallback"] == "too_large"``).
+            (``metadata["fallback"] == "too_large"``). This bounds parse time (tree-sitter parses in linear time;
+            the binding's progress-callback timeout crashes the interpreter in py-tree-sitter 0.26 and is not used).
+            A parse that recovers into a syntax error with thousands of direct children (a file of unbalanced
+            brackets) is chunked without queries, which would take quadratic time on it
+            (``metadata["degraded"] == "wide_error"``).
         errors: Decoding policy for ``bytes`` input: ``"fallback"`` (UTF-8, else cp1252/Latin-1, recorded in
             metadata) or ``"strict"`` (raise :class:`UndecodableInputError`). See :mod:`llmc_splitters.inputs`.
         analyze: Also record what retrieval needs, from the same parse: the file span's ``imports`` and
@@ -59,7 +61,6 @@ class ASTChunker:
         max_tokens: int = 512,
         tokenizer: Any = None,
         *,
-        parse_timeout: float | None = 10.0,
         max_file_bytes: int = 16 * 1024 * 1024,
         errors: str = "fallback",
         analyze: bool = False,
@@ -68,9 +69,6 @@ class ASTChunker:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             msg = f"max_tokens must be a positive integer, got {max_tokens!r}"
             raise ConfigurationError(msg)
-        if parse_timeout is not None and not parse_timeout > 0:
-            msg = f"parse_timeout must be a positive number of seconds or None, got {parse_timeout!r}"
-            raise ConfigurationError(msg)
         if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes < 1:
             msg = f"max_file_bytes must be a positive integer, got {max_file_bytes!r}"
             raise ConfigurationError(msg)
@@ -78,7 +76,6 @@ class ASTChunker:
             msg = f"errors must be one of {ERRORS}, got {errors!r}"
             raise ConfigurationError(msg)
         self.max_tokens = max_tokens
-        self.parse_timeout = parse_timeout
         self.max_file_bytes = max_file_bytes
         self.errors = errors
         self.analyze = analyze
@@ -172,11 +169,7 @@ class _Run:
             leaves = self._plain(root_scope, fallback.TEXT_LEVELS)
             return self._assemble(root_scope, leaves, [root_scope])
         reason = "too_large" if len(eng.data) > self.chunker.max_file_bytes else None
-        tree = None
-        if reason is None:
-            tree = parse(eng.data, self.spec.grammar, self.chunker.parse_timeout)
-            if tree is None:
-                reason = "parse_timeout"
+        tree = None if reason else parse(eng.data, self.spec.grammar)
         if tree is None:
             root_scope = Scope(kind=self.spec.root_kind, name=None, start=0, end=len(self.data), parent=None,
                                spec=self.spec, meta={"fallback": reason})
@@ -187,7 +180,9 @@ class _Run:
         root_scope, units = eng.run(tree.root_node, self.spec)
         leaves = eng.merge(units)
         self._label(leaves)
-        if self.chunker.analyze and self.spec.root_kind == "module":
+        if eng.wide_error:
+            root_scope.meta["degraded"] = "wide_error"
+        if self.chunker.analyze and self.spec.root_kind == "module" and not eng.wide_error:
             self._analyze(tree.root_node, root_scope, leaves, eng.scopes)
         return self._assemble(root_scope, leaves, eng.scopes)
 

@@ -90,8 +90,6 @@ class IngestSettings:
         errors: Decoding policy for bytes (``"fallback"`` or ``"strict"``, see :mod:`llmc_splitters.inputs`).
         overlap: Prose overlap ratio of the chunker.
         max_file_bytes: Files larger than this are split by lines, not parsed.
-        parse_timeout: Seconds a parse may take (not part of the fingerprint: it only matters for pathological
-            files, which fall back to line splitting either way).
         summaries: Also emit file and class summary rows (searched in multi-stage retrieval).
     """
 
@@ -100,7 +98,6 @@ class IngestSettings:
     errors: str = "fallback"
     overlap: float = 0.15
     max_file_bytes: int = 16 * 1024 * 1024
-    parse_timeout: float | None = 10.0
     summaries: bool = True
 
     def __post_init__(self) -> None:
@@ -239,7 +236,7 @@ def _chunker(settings: IngestSettings) -> Any:
             from .chunker import ASTChunker
 
             c = ASTChunker(
-                settings.max_tokens, settings.tokenizer, parse_timeout=settings.parse_timeout,
+                settings.max_tokens, settings.tokenizer,
                 max_file_bytes=settings.max_file_bytes, errors=settings.errors, analyze=True,
                 overlap=settings.overlap,
             )

@@ -1196,6 +1196,8 @@ def _analyze(tree: SpanTree, data: bytes) -> _FileInfo:
 
     info = _FileInfo()
     root_span = tree.root
+    if root_span.metadata.get("degraded") == "wide_error":
+        return info  # queries over a wide ERROR node are quadratic: no expansion data for this file
     language = root_span.language
     grammar = None
     try:
