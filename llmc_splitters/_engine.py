@@ -431,8 +431,14 @@ class Engine:
         if lead_nodes:
             candidates.append((own_a, b))
         candidates += [(own_a, own_b), (core_a, core_b)]
+        whole = self._counts.get((a, b))
         for x, y in candidates:
-            if (x, y) != (a, b) and a <= x < y <= b and self.fits(x, y):
+            if (x, y) == (a, b) or not a <= x < y <= b:
+                continue
+            # Dropping n bytes drops at most about n tokens: skip, without encoding, what cannot fit.
+            if whole is not None and whole - 2 * ((b - a) - (y - x)) - 4 > self.budget:
+                continue
+            if self.fits(x, y):
                 return x, y
         return None
 

@@ -393,12 +393,12 @@ class _Run:
             prev = b
 
         def make(start: int, end: int, kind: str, name: str | None, parent: str | None, tokens: int,
-                 meta: dict[str, Any], language: str) -> Span:
+                 meta: dict[str, Any], language: str, salt: str) -> Span:
             sc, ec = chars[start], chars[end]
             text = self.text[sc:ec]
             end_line = lines[end] + 1 - (1 if end > start and data[end - 1 : end] == b"\n" else 0)
             return Span(
-                id=span_id(self.path, start, end, text, salt=kind),
+                id=span_id(self.path, start, end, text, salt=salt),
                 path=self.path,
                 language=language,
                 kind=kind,
@@ -428,7 +428,9 @@ class _Run:
                 meta["path"] = self.path
             tokens = -1 if sc.parent is not None or leaves else 0
             sc_lang = sc.spec.name
-            scope_span[id(sc)] = make(sc.start, sc.end, sc.kind, sc.name, parent, tokens, meta, sc_lang)
+            # Structural and leaf spans never share an id, even over the same bytes.
+            scope_span[id(sc)] = make(sc.start, sc.end, sc.kind, sc.name, parent, tokens, meta, sc_lang,
+                                      f"{sc.kind}/structure")
         root_span = scope_span[id(root)]
         symbols = self._symbols()
         leaf_spans: list[Span] = []
@@ -440,7 +442,7 @@ class _Run:
                     leaf.meta["symbols"] = inside
             leaf_lang = leaf.scope.spec.name if leaf.scope.kind != "code" else leaf.scope.meta.get("code_language", lang)
             leaf_spans.append(make(leaf.start, leaf.end, leaf.kind or self.spec.glue_kind, leaf.name, parent,
-                                   leaf.tokens, leaf.meta, leaf_lang))
+                                   leaf.tokens, leaf.meta, leaf_lang, leaf.kind or self.spec.glue_kind))
         # Structural spans get their token count from their leaves (their text is exactly theirs, joined).
         spans = self._with_counts(list(scope_span.values()), leaf_spans, root_span)
         return SpanTree.build(spans, leaf_spans)
