@@ -238,8 +238,8 @@ def render_markdown(results: dict, notes: str = "") -> str:
         "",
         *stats_table(results),
         "",
-        "## Throughput (same files, one process, best of "
-        f"{s['throughput_repeats']})",
+        "## Throughput (same files, one process, per-file minimum over "
+        f"{s['throughput_repeats']} interleaved passes)",
         "",
         "Floor = one tree-sitter parse + one cl100k encode per file. x floor = chunker time / floor time on the "
         "languages it supports. Times are CPU seconds of the chunking thread (`time.thread_time`), so other load "
