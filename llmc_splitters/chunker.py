@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from typing import Any
 
 from . import fallback
@@ -15,6 +16,12 @@ from .span import Span, SpanTree, span_id
 from .tokens import Tokenizer, resolve_tokenizer
 
 _MAX_NAME = 200
+_UNSAFE_FOR_PARSER = re.compile("[\ud800-\udfff\U000e0000-\U0010ffff]")
+
+
+def _safe_char(m: re.Match[str]) -> str:
+    # U+FFFD and a surrogate are 3 bytes in UTF-8 (surrogatepass); U+1F600 and a plane-14+ code point are 4.
+    return "\ufffd" if m.group() < "\U00010000" else "\U0001f600"
 
 
 class ASTChunker:
@@ -146,15 +153,11 @@ class _Run:
         self.path = path
         self.budget = chunker.max_tokens
         self.tok = chunker.tokenizer
-        try:
-            self.data = text.encode("utf-8")
-            parse_data = self.data
-        except UnicodeEncodeError:
-            # Lone surrogates: keep their bytes for offsets, parse a same-length valid copy.
-            self.data = text.encode("utf-8", "surrogatepass")
-            parse_data = self.data.decode("utf-8", "replace").encode("utf-8")
-            if len(parse_data) != len(self.data):  # pragma: no cover - U+FFFD and a surrogate are both 3 bytes
-                parse_data = self.data
+        self.data = text.encode("utf-8", "surrogatepass")
+        # The parser reads a copy with the same byte offsets, in which lone surrogates (not UTF-8) and code points
+        # of planes 14-16 (they crash tree-sitter-markdown's scanner) are swapped for characters of equal length.
+        parse_data = _UNSAFE_FOR_PARSER.sub(_safe_char, text).encode("utf-8") if _UNSAFE_FOR_PARSER.search(text) \
+            else self.data
         self.engine = Engine(parse_data, self.budget, self.tok)
 
     # ------------------------------------------------------------------

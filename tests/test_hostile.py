@@ -143,3 +143,22 @@ def test_settings_are_validated_with_the_bad_value():
     ]:
         with pytest.raises(ConfigurationError, match=needle):
             ASTChunker(**kwargs)
+
+
+def test_supplementary_plane_characters_do_not_crash_the_markdown_scanner():
+    # Code points of planes 14-16 crash tree-sitter-markdown's external scanner (a segfault, seen in CI through a
+    # Hypothesis example); the parser gets a same-length copy without them. Run in a subprocess: a crash would
+    # otherwise take pytest down with it.
+    import subprocess
+    import sys
+
+    text = "---\n---\n# Title\n| a | b |\n| 1 | 2 |\n- item\n3\U00107ec6(\u00aaJ\u00af> quote\n---\ntitle: x\n"
+    code = (
+        "from llmc_splitters import ASTChunker\n"
+        f"t = {text!r}\n"
+        "for b in (1, 4, 64) * 100:\n"
+        "    spans = ASTChunker(max_tokens=b).chunk(t, language='markdown')\n"
+        "    assert ''.join(s.text for s in spans) == t\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
