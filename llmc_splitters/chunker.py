@@ -226,7 +226,6 @@ class _Run:
 
     # ------------------------------------------------------------------ labels and metadata
     def _label(self, leaves: list[Leaf]) -> None:
-        eng = self.engine
         parts: dict[int, int] = {}
         for leaf in leaves:
             scope = leaf.scope

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from ..errors import ConfigurationError, missing_dependency
@@ -23,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
     raise missing_dependency(exc.name or "langchain-core", "langchain") from exc
 
 from ..retrieval import CodeRetriever
-from ..retrieval.expand import Expansion, HitContext, expand, render_marker
+from ..retrieval.expand import Expansion
 from ..retrieval.index import DEFAULT_INCLUDE, Hit
 from .splitter import path_of
 
@@ -192,7 +191,9 @@ class CodeParentRetriever(BaseRetriever):
         budget = self.max_context_tokens if max_context_tokens is None else max_context_tokens
         _check_positive("k", k)
         _check_positive("max_context_tokens", budget)
-        found, packed = per_hit_contexts(self.code_retriever, query, k, budget, self.expand_context, self.multi_stage)
+        found, packed = self.code_retriever.retrieve_per_hit(
+            query, k, budget, expand_context=self.expand_context, multi_stage=self.multi_stage
+        )
         return [_document(hit, exp, found.confidence) for hit, exp in packed]
 
 
@@ -231,65 +232,3 @@ def _document(hit: Hit, exp: Expansion, confidence: float) -> Document:
         context_lines=[f"{p.path}:{p.start_line}-{p.end_line}" for p in exp.pieces],
     )
     return Document(id=span.id, page_content=exp.context, metadata=meta)
-
-
-# NOTE: per_hit_contexts is framework-free and mirrored in llmc_splitters/llama_index/retriever.py; it belongs in
-# the retrieval core (CodeRetriever), where both faces could share it.
-def per_hit_contexts(
-    core: CodeRetriever, query: str, k: int, budget: int, expand_context: bool, multi_stage: bool
-) -> tuple[Any, list[tuple[Hit, Expansion]]]:
-    """Search, then give each hit its own expansion so that all of them together fit ``budget`` tokens.
-
-    Hits are served in rank order. Before hit ``i`` gets context, the hits after it are reserved room for their own
-    text (at most an equal share of the budget each), so ``k`` hits come back whenever ``k`` bare hits fit. Imports
-    and scopes already shown for an earlier hit are not repeated.
-    """
-    found = core.search(query, k, multi_stage=multi_stage)
-    hits = list(found.hits)
-    count = core.tokenizer.count
-    bare = [
-        count(render_marker(core.marker, h.span.path, h.span.start_line, h.span.end_line) + "\n" + h.span.text)
-        for h in hits
-    ]
-    share = budget // max(1, len(hits))
-    used = 0
-    shown: list[tuple[str | None, int, int]] = []
-    skeletons: set[tuple[str | None, int, int]] = set()
-    out: list[tuple[Hit, Expansion]] = []
-    for i, hit in enumerate(hits):
-        room = budget - used - sum(min(b, share) for b in bare[i + 1 :])
-        if room <= 0:
-            continue
-        ctx = _unseen(core.index.hit_context(hit.span, hit.score), shown, skeletons)
-        exp = expand(
-            [ctx], room, count, cut=core.tokenizer.cut, marker=core.marker,
-            include_scopes=expand_context, include_imports=expand_context,
-        )
-        if not exp.pieces:
-            continue
-        used += exp.token_count
-        for p in exp.pieces:
-            if p.kind == "skeleton":
-                skeletons.add((p.path, p.start_line, p.end_line))
-            else:
-                shown.append((p.path, p.start_line, p.end_line))
-        out.append((hit, exp))
-    return found, out
-
-
-def _inside(path: str | None, start: int, end: int, shown: list[tuple[str | None, int, int]]) -> bool:
-    return any(p == path and a <= start and end <= b for p, a, b in shown)
-
-
-def _unseen(ctx: HitContext, shown: list[tuple[str | None, int, int]], skeletons: set[Any]) -> HitContext:
-    """``ctx`` without the imports, headers and skeletons an earlier document already shows."""
-    imports = tuple(s for s in ctx.imports if not _inside(s.path, s.start_line, s.end_line, shown))
-    scopes = []
-    for sc in ctx.scopes:
-        snip = sc.snippet
-        if sc.header is not None and _inside(sc.header.path, sc.header.start_line, sc.header.end_line, shown):
-            sc = replace(sc, header=None)
-        if sc.skeleton and (snip.path, snip.start_line, snip.end_line) in skeletons:
-            sc = replace(sc, skeleton=None)
-        scopes.append(sc)
-    return replace(ctx, imports=imports, scopes=tuple(scopes))

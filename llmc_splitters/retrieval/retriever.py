@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ConfigurationError
 from ..tokens import resolve_tokenizer
 from .embeddings import Embedding
-from .expand import DEFAULT_MARKER, Piece, Snippet, expand
+from .expand import DEFAULT_MARKER, Expansion, HitContext, Piece, Snippet, expand, render_marker
 from .index import DEFAULT_INCLUDE, CodeIndex, FileSummaryInput, Hit, IndexReport, SearchResult
 from .store import ChromaStore
 
@@ -211,3 +211,76 @@ class CodeRetriever:
         )
         return Result(query, exp.pieces, exp.context, exp.token_count, budget, found.hits, found.confidence,
                       exp.dropped)
+
+    def retrieve_per_hit(
+        self,
+        query: str,
+        k: int | None = None,
+        max_context_tokens: int | None = None,
+        *,
+        expand_context: bool = True,
+        multi_stage: bool | None = None,
+    ) -> tuple[SearchResult, list[tuple[Hit, Expansion]]]:
+        """Search, then give each hit its own expansion, all of them together within ``max_context_tokens``.
+
+        What the framework faces return: one document per hit. Hits are served in rank order. Before hit ``i``
+        gets context, the hits after it are reserved room for their own text (at most an equal share of the
+        budget each), so ``k`` hits come back whenever ``k`` bare hits fit. Imports, headers and skeletons already
+        shown for an earlier hit are not repeated.
+
+        Returns:
+            The search result and, per hit that got room, ``(hit, expansion)``.
+        """
+        budget = self.max_context_tokens if max_context_tokens is None else max_context_tokens
+        if budget <= 0:
+            msg = f"max_context_tokens must be > 0, got {budget}"
+            raise ConfigurationError(msg)
+        found = self.search(query, k, multi_stage=multi_stage)
+        hits = list(found.hits)
+        count = self.tokenizer.count
+        bare = [
+            count(render_marker(self.marker, h.span.path, h.span.start_line, h.span.end_line) + "\n" + h.span.text)
+            for h in hits
+        ]
+        share = budget // max(1, len(hits))
+        used = 0
+        shown: list[tuple[str | None, int, int]] = []
+        skeletons: set[tuple[str | None, int, int]] = set()
+        out: list[tuple[Hit, Expansion]] = []
+        for i, hit in enumerate(hits):
+            room = budget - used - sum(min(b, share) for b in bare[i + 1 :])
+            if room <= 0:
+                continue
+            ctx = _unseen(self.index.hit_context(hit.span, hit.score), shown, skeletons)
+            exp = expand(
+                [ctx], room, count, cut=self.tokenizer.cut, marker=self.marker,
+                include_scopes=expand_context, include_imports=expand_context,
+            )
+            if not exp.pieces:
+                continue
+            used += exp.token_count
+            for p in exp.pieces:
+                if p.kind == "skeleton":
+                    skeletons.add((p.path, p.start_line, p.end_line))
+                else:
+                    shown.append((p.path, p.start_line, p.end_line))
+            out.append((hit, exp))
+        return found, out
+
+
+def _inside(path: str | None, start: int, end: int, shown: list[tuple[str | None, int, int]]) -> bool:
+    return any(p == path and a <= start and end <= b for p, a, b in shown)
+
+
+def _unseen(ctx: HitContext, shown: list[tuple[str | None, int, int]], skeletons: set[Any]) -> HitContext:
+    """``ctx`` without the imports, headers and skeletons an earlier hit already shows."""
+    imports = tuple(s for s in ctx.imports if not _inside(s.path, s.start_line, s.end_line, shown))
+    scopes = []
+    for sc in ctx.scopes:
+        snip = sc.snippet
+        if sc.header is not None and _inside(sc.header.path, sc.header.start_line, sc.header.end_line, shown):
+            sc = replace(sc, header=None)
+        if sc.skeleton and (snip.path, snip.start_line, snip.end_line) in skeletons:
+            sc = replace(sc, skeleton=None)
+        scopes.append(sc)
+    return replace(ctx, imports=imports, scopes=tuple(scopes))
