@@ -114,8 +114,9 @@ class Context:
 class Engine:
     """One chunking run over one file (not shared between threads)."""
 
-    def __init__(self, data: bytes, budget: int, tokenizer: Tokenizer) -> None:
-        self.data = data
+    def __init__(self, data: bytes, budget: int, tokenizer: Tokenizer, source: bytes | None = None) -> None:
+        self.data = data  # what the parser reads (same offsets as the source)
+        self.source = data if source is None else source  # what tokens are counted on
         self.budget = budget
         self.tok = tokenizer
         self.byte_bound = isinstance(tokenizer, TiktokenTokenizer)
@@ -131,12 +132,15 @@ class Engine:
     def text(self, start: int, end: int) -> str:
         return self.data[start:end].decode("utf-8", "replace")
 
+    def source_text(self, start: int, end: int) -> str:
+        return self.source[start:end].decode("utf-8", "surrogatepass")
+
     def count(self, start: int, end: int) -> int:
         """Exact token count of ``[start, end)`` (memoized; feeds the running tokens-per-byte ratio)."""
         key = (start, end)
         n = self._counts.get(key)
         if n is None:
-            n = self.tok.count(self.text(start, end))
+            n = self.tok.count(self.source_text(start, end))
             self._counts[key] = n
             self._seen_tokens += n
             self._seen_bytes += end - start
@@ -535,7 +539,7 @@ class Engine:
 
     def _pieces(self, a: int, b: int, scope: Scope, node_type: str) -> list[Unit]:
         """Cut an over-budget range without usable children: by lines, then by tokens."""
-        text = self.text(a, b)
+        text = self.source_text(a, b)
         levels = fallback.TEXT_LEVELS if scope.spec.prose else fallback.CODE_LEVELS
         units: list[Unit] = []
         pos = a

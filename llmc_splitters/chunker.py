@@ -158,7 +158,7 @@ class _Run:
         # of planes 14-16 (they crash tree-sitter-markdown's scanner) are swapped for characters of equal length.
         parse_data = _UNSAFE_FOR_PARSER.sub(_safe_char, text).encode("utf-8") if _UNSAFE_FOR_PARSER.search(text) \
             else self.data
-        self.engine = Engine(parse_data, self.budget, self.tok)
+        self.engine = Engine(parse_data, self.budget, self.tok, source=self.data)
 
     # ------------------------------------------------------------------
     def build(self) -> SpanTree:

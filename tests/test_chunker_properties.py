@@ -53,6 +53,7 @@ def _count(tokenizer, chunker):
 @example(src=("python", "\ufeffdef f():\r\n\treturn 1\r\n"), budget=1, tokenizer=None)
 @example(src=("python", "x = '\udcff'\n"), budget=2, tokenizer=None)
 @example(src=("markdown", "```\n" + "a\n" * 50 + "```\n"), budget=8, tokenizer=None)
+@example(src=("bash", "\U000e0000"), budget=1, tokenizer=None)
 def test_grammar_shaped_sources(src, budget, tokenizer):
     lang, text = src
     chunker = ASTChunker(max_tokens=budget, tokenizer=tokenizer)
