@@ -201,6 +201,9 @@ def render_markdown(results: dict, notes: str = "") -> str:
         "",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()) + ".",
         "",
+        *(["**Quick mode**: one small package sample per split and language (20 kB indexes, a few queries each): "
+           "a smoke run of the pipeline, not a basis for conclusions.", ""] if results.get("mode") == "quick"
+          else []),
         "## Targets (held-out packages, 1024-token contexts, macro over languages)",
         "",
         *targets(results),
