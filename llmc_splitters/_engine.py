@@ -22,6 +22,7 @@ encoded exactly once and the encoded volume stays linear in the file size.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,6 +121,8 @@ class Engine:
         self.budget = budget
         self.tok = tokenizer
         self.byte_bound = isinstance(tokenizer, TiktokenTokenizer)
+        self._additive = bool(getattr(tokenizer, "line_additive", False))
+        self._ends: Any = None
         self._counts: dict[tuple[int, int], int] = {}
         # Running density of what was counted so far, seeded with a typical value for code (~3.3 bytes/token).
         self._seen_tokens = 3
@@ -140,11 +143,37 @@ class Engine:
         key = (start, end)
         n = self._counts.get(key)
         if n is None:
-            n = self.tok.count(self.source_text(start, end))
+            n = self._from_whole(start, end)
+            if n is None:
+                n = self.tok.count(self.source_text(start, end))
             self._counts[key] = n
             self._seen_tokens += n
             self._seen_bytes += end - start
         return n
+
+    def _clean(self, pos: int) -> bool:
+        src = self.source
+        return pos == 0 or pos == len(src) or (src[pos - 1] == 10 and src[pos] not in (10, 13))
+
+    def _from_whole(self, start: int, end: int) -> int | None:
+        """The count of a slice between clean line starts, read off one encoding of the whole file.
+
+        With cl100k such a slice's own tokens are exactly the whole file's tokens inside it (see
+        :data:`llmc_splitters.tokens._CL100K_PATTERN`), so the file is encoded once and most slices cost nothing.
+        """
+        if not self._additive or not (self._clean(start) and self._clean(end)):
+            return None
+        ends = self._ends
+        if ends is None:
+            ends = self._ends = self.tok.token_ends(self.source_text(0, len(self.source)))  # type: ignore[attr-defined]
+            if ends is None:
+                self._additive = False
+                return None
+        i = bisect.bisect_right(ends, start)
+        j = bisect.bisect_right(ends, end)
+        if (start and ends[i - 1] != start) or (end and ends[j - 1] != end):
+            return None  # not a token boundary after all: count the slice itself
+        return j - i
 
     def estimate(self, start: int, end: int) -> int:
         """Exact count when known, else bytes times this file's running tokens-per-byte ratio (no encoding)."""

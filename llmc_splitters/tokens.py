@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import bisect
 import threading
+from array import array
+from itertools import accumulate
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -77,12 +79,48 @@ def _search_cut(count: TokenCounter, text: str, max_tokens: int, chars_per_token
     return max(lo, 1)
 
 
+# cl100k's pre-tokenizer. With it, a line start followed by neither "\r" nor "\n" always separates two pre-tokens,
+# and nothing in the pattern looks behind; so the tokens of a slice that starts and ends at such line starts are
+# exactly the whole text's tokens inside it (tests/test_tokens.py checks this on real files).
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|"""
+    r"""\s+(?!\S)|\s"""
+)
+
+
 class TiktokenTokenizer:
     """A ``tiktoken.Encoding`` (special tokens are counted as plain text, never rejected)."""
 
     def __init__(self, encoding: Any) -> None:
         self.encoding = encoding
         self.name = f"tiktoken:{encoding.name.removesuffix('_offline')}"
+        #: Whether counts of slices between clean line starts add up (see :meth:`token_ends`).
+        self.line_additive = getattr(encoding, "_pat_str", None) == _CL100K_PATTERN
+        self._lens: list[int] | None = None
+
+    def token_ends(self, text: str) -> array | None:
+        """Byte offsets where the tokens of ``text`` end (one encoding), or ``None`` if this encoding's
+        pre-tokenizer is not known to split at line starts."""
+        if not self.line_additive:
+            return None
+        if self._lens is None:
+            self._lens = self._token_lengths()
+        tokens = self.encoding.encode_ordinary(_clean(text))
+        return array("q", accumulate(map(self._lens.__getitem__, tokens)))
+
+    def _token_lengths(self) -> list[int]:
+        lens = [0] * self.encoding.n_vocab
+        ranks = getattr(self.encoding, "_mergeable_ranks", None)
+        if isinstance(ranks, dict):
+            for piece, rank in ranks.items():
+                lens[rank] = len(piece)
+        else:  # pragma: no cover - every tiktoken release so far has _mergeable_ranks
+            for rank in range(self.encoding.n_vocab):
+                try:
+                    lens[rank] = len(self.encoding.decode_single_token_bytes(rank))
+                except KeyError:
+                    continue
+        return lens
 
     def count(self, text: str) -> int:
         return len(self.encoding.encode_ordinary(_clean(text)))
