@@ -30,6 +30,7 @@ import fnmatch
 import gzip
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -129,6 +130,7 @@ def git_manifest(
     *,
     repository: str = "",
     ref: str | None = "HEAD",
+    sizes: bool = True,
 ) -> Iterator[ManifestEntry]:
     """List a git repository's files with their blob SHAs and sizes, reading no file.
 
@@ -138,6 +140,8 @@ def git_manifest(
         ref: A commit-ish: ``git ls-tree -r -l <ref>`` lists that commit's files with sizes. ``None`` lists the
             index (``git ls-files -s``: staged content, including new files that are staged but not committed);
             sizes are then ``-1`` (the index does not record blob sizes).
+        sizes: With a ``ref``, ask git for each blob's size (``-l``: git reads every blob's object header, a
+            noticeable cost on a million files; ``False`` gives ``-1`` sizes and touches only tree objects).
 
     Yields:
         :class:`ManifestEntry` in git's order, which is byte order of the path. Submodules (gitlinks) and
@@ -147,8 +151,8 @@ def git_manifest(
         ManifestError: git is missing, ``root`` is not in a repository, or ``ref`` is unknown.
     """
     if ref is not None:
-        proc = _git(root, "ls-tree", "-r", "-l", "-z", "--full-tree", ref)
-        what = f"git ls-tree -r -l {ref} in {root}"
+        proc = _git(root, "ls-tree", "-r", *(["-l"] if sizes else []), "-z", "--full-tree", ref)
+        what = f"git ls-tree -r {'-l ' if sizes else ''}{ref} in {root}"
     else:
         proc = _git(root, "ls-files", "-s", "-z")
         what = f"git ls-files -s in {root}"
@@ -158,10 +162,11 @@ def git_manifest(
         fields = meta.split()
         path = raw_path.decode("utf-8", "surrogateescape")
         if ref is not None:
-            # "<mode> <type> <sha> <size>\t<path>"
-            mode, typ, sha, size = fields[0], fields[1], fields[2], fields[3]
+            # "<mode> <type> <sha> [<size>]\t<path>"
+            mode, typ, sha = fields[0], fields[1], fields[2]
             if typ != b"blob" or mode == b"120000":
                 continue
+            size = fields[3] if sizes else b"-"
             yield ManifestEntry(repository, path, sha.decode(), int(size) if size != b"-" else -1)
         else:
             # "<mode> <sha> <stage>\t<path>"; a conflicted path has stages 1-3: keep stage 0 only.
@@ -201,13 +206,12 @@ def filter_manifest(
 
 # ------------------------------------------------------------------------------------------------ file format
 
-_NEEDS_QUOTING = frozenset("\t\n\r\\\"")
+_NEEDS_QUOTING = re.compile(r'[\t\n\r\\"]')
 
 
 def _quote(path: str) -> str:
-    if path[:1] == '"' or any(c in _NEEDS_QUOTING for c in path):
-        return json.dumps(path)
-    return path
+    """The path as written in a manifest line: as is, or JSON-quoted if it holds a tab, newline, ``\\`` or ``"``."""
+    return json.dumps(path) if _NEEDS_QUOTING.search(path) else path
 
 
 def _unquote(field: str) -> str:
@@ -465,11 +469,16 @@ class ManifestState:
         tmp = self.next.with_name(self.next.name + ".part")
         with gzip.open(tmp, "wt", encoding="utf-8", errors="surrogateescape", compresslevel=3, newline="\n") as fh:
             fh.write(json.dumps({"format": _FORMAT, "fingerprint": fingerprint}) + "\n")
+            lines: list[str] = []
 
             def save(e: ManifestEntry) -> None:
-                fh.write(f"{_quote(e.repository)}\t{_quote(e.path)}\t{e.blob_sha}\t{e.size}\n")
+                lines.append(f"{_quote(e[0]) if e[0] else ''}\t{_quote(e[1])}\t{e[2]}\t{e[3]}\n")
+                if len(lines) >= 8192:
+                    fh.write("".join(lines))
+                    lines.clear()
 
             plan = diff_manifests(old, entries, force=force, rechunk_all=rechunk_all, on_new=save)
+            fh.write("".join(lines))
         os.replace(tmp, self.next)
         plan.fingerprint = fingerprint
         plan.full = not have_baseline

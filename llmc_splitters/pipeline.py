@@ -674,18 +674,18 @@ def run_local(
         The :class:`IngestSummary`.
 
     Raises:
-        ConfigurationError: The plan was made for other settings.
+        ConfigurationError: The plan was made for other settings, or an ``embedding_factory`` is given for a sink
+            whose vector store embeds by itself.
     """
     settings = settings or IngestSettings()
     _check_plan(plan, settings)
+    _check_sink(sink, embedding_factory)
     summary = IngestSummary.for_plan(plan, "local")
     if progress:
         progress("plan", summary)
     t0 = time.perf_counter()
     items = plan_items(plan, roots)
-    embed = None
-    if embedding_factory is not None and not sink.embeds_itself:
-        embed = EmbedStage(embedding_factory, sink, embed_batch_size)
+    embed = EmbedStage(embedding_factory, sink, embed_batch_size) if embedding_factory is not None else None
     writer = WriteStage(sink)
 
     def handle(batch: dict[str, list[Any]]) -> None:
@@ -714,6 +714,15 @@ def run_local(
     finish(plan, state, sink, summary, progress)
     summary.seconds["total"] = time.perf_counter() - t0
     return summary
+
+
+def _check_sink(sink: Any, embedding_factory: Callable[[], Any] | None) -> None:
+    if embedding_factory is not None and getattr(sink, "embeds_itself", False):
+        msg = (
+            f"{type(sink).__name__}'s vector store embeds what it stores with its own model; drop "
+            "embedding_factory (give the model to the vector store your factory builds)"
+        )
+        raise ConfigurationError(msg)
 
 
 def _check_plan(plan: Plan, settings: IngestSettings) -> None:

@@ -79,6 +79,13 @@ def test_git_manifest_lists_blob_shas_and_sizes_without_reading_files(repo: Path
         assert e.size == len(data)
 
 
+def test_git_manifest_without_sizes_reads_only_trees(repo: Path) -> None:
+    with_sizes = list(git_manifest(repo))
+    without = list(git_manifest(repo, sizes=False))
+    assert [(e.path, e.blob_sha) for e in without] == [(e.path, e.blob_sha) for e in with_sizes]
+    assert {e.size for e in without} == {-1}
+
+
 def test_git_manifest_of_the_index_sees_staged_files(repo: Path) -> None:
     (repo / "new.py").write_text("z = 3\n")
     _git(repo, "add", "new.py")

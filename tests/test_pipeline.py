@@ -178,6 +178,10 @@ def test_plan_and_settings_must_match(repo: Path, tmp_path: Path) -> None:
         run_local(plan, ChromaSink(path=str(tmp_path / "c")), roots=str(repo), settings=S, progress=None)
     with pytest.raises(ConfigurationError, match="exactly one"):
         ChromaSink()
+    plan = state.plan(git_manifest(repo), fingerprint=settings_fingerprint(S))
+    with pytest.raises(ConfigurationError, match="embeds what it stores"):
+        run_local(plan, LangChainSink(_vectorstore, _docstore), roots=str(repo), settings=S,
+                  embedding_factory=Counting, progress=None)
 
 
 # ------------------------------------------------------------------------------------- LangChain vector store
