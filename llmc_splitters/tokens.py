@@ -12,6 +12,7 @@ Nothing here is loaded at import time.
 from __future__ import annotations
 
 import bisect
+import re
 import threading
 from array import array
 from itertools import accumulate
@@ -21,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from .errors import ConfigurationError, MissingDependencyError
 
 TokenCounter = Callable[[str], int]
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _PUNCT = frozenset({b",", b";", b")", b"]", b"}", b">"})
 
 DEFAULT_ENCODING = "cl100k_base"
@@ -44,8 +46,9 @@ class Tokenizer(Protocol):
 
 
 def _clean(text: str) -> str:
-    """Replace lone surrogates (which no tokenizer accepts) by U+FFFD, keeping the length in chars."""
-    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if _has_surrogates(text) else text
+    """Replace each lone surrogate (which no tokenizer accepts) by one U+FFFD: same length in chars, and in UTF-8
+    bytes (3 each), so offsets into the cleaned text are offsets into the original."""
+    return _SURROGATE.sub("\ufffd", text) if _has_surrogates(text) else text
 
 
 def _has_surrogates(text: str) -> bool:

@@ -283,10 +283,13 @@ class CodeIndex:
 
     @property
     def settings_fingerprint(self) -> str:
-        """Identifies the chunking settings; a file indexed under other settings is re-indexed."""
+        """Identifies the chunking settings and the library version; a file indexed under others is re-indexed
+        (so an upgrade of the chunker re-chunks everything once)."""
+        from .. import __version__
+
         c = self.chunker
         tok = getattr(getattr(c, "tokenizer", None), "name", None)
-        return f"{type(c).__name__}:{getattr(c, 'max_tokens', '?')}:{tok}"
+        return f"{type(c).__name__}:{getattr(c, 'max_tokens', '?')}:{tok}:{__version__}"
 
     def __repr__(self) -> str:
         return f"CodeIndex({self.store!r}, embedding={self.embedding_name!r}, files={len(self._by_path)})"
