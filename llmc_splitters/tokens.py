@@ -15,13 +15,14 @@ import bisect
 import re
 import threading
 from array import array
-from itertools import accumulate
+from itertools import accumulate, islice
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigurationError, MissingDependencyError
 
 TokenCounter = Callable[[str], int]
+_PIECE_CHARS = 1 << 18  # encode large texts a quarter million characters at a time
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PUNCT = frozenset({b",", b";", b")", b"]", b"}", b">"})
 
@@ -108,8 +109,22 @@ class TiktokenTokenizer:
             return None
         if self._lens is None:
             self._lens = self._token_lengths()
-        tokens = self.encoding.encode_ordinary(_clean(text))
-        return array("q", accumulate(map(self._lens.__getitem__, tokens)))
+        lens = self._lens.__getitem__
+        clean = _clean(text)
+        ends = array("q")
+        offset = 0
+        pos = 0
+        # Encoded in pieces that end at clean line starts: the same tokens as one encoding of the whole text
+        # (the property above), without ever holding a whole large file's token list.
+        while pos < len(clean):
+            stop = min(len(clean), pos + _PIECE_CHARS)
+            while stop < len(clean) and not (clean[stop - 1] == "\n" and clean[stop] not in "\r\n"):
+                stop += 1
+            tokens = self.encoding.encode_ordinary(clean[pos:stop])
+            ends.extend(islice(accumulate(map(lens, tokens), initial=offset), 1, None))
+            offset = ends[-1] if ends else offset
+            pos = stop
+        return ends
 
     def _token_lengths(self) -> list[int]:
         lens = [0] * self.encoding.n_vocab
