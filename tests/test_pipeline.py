@@ -225,3 +225,21 @@ def test_langchain_sink_feeds_a_retriever_over_the_same_stores(repo: Path, tmp_p
     assert not any("events.js" in (d.metadata.get("path") or "") for d in ds.mget(list(ds.yield_keys())) if d)
     assert not any("events.js" in v["metadata"].get("path", "") for v in vs.store.values())
     _STORES.clear()
+
+
+def test_ray_is_an_optional_extra(monkeypatch, repo: Path, tmp_path: Path) -> None:
+    import sys
+
+    import llmc_splitters.ray_ingest as ray_ingest
+    from llmc_splitters.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    plan = ManifestState(tmp_path / "state").plan(git_manifest(repo), fingerprint=settings_fingerprint(S))
+    with pytest.raises(MissingDependencyError, match=r"llmc-splitters\[ray\]"):
+        ray_ingest.run_ray(plan, ChromaSink(host="localhost"), roots=str(repo), settings=S)
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys, llmc_splitters.ray_ingest, llmc_splitters.pipeline, "
+         "llmc_splitters.ingest, llmc_splitters.manifest; print('ray' in sys.modules)"],
+        check=True, capture_output=True, text=True,
+    )
+    assert out.stdout.strip() == "False", "importing the ingestion modules does not import Ray"

@@ -122,3 +122,17 @@ def test_file_backed_docstore_accepts_the_keys(tmp_path) -> None:
 )
 def test_matches_where(where, ok) -> None:
     assert matches_where({"role": "leaf", "path": "a.py", "start_line": 3}, where) is ok
+
+
+def test_langchain_parent_retriever_over_a_vectorstore_and_docstore() -> None:
+    from llmc_splitters.langchain.retriever import CodeParentRetriever
+
+    vs, ds = InMemoryVectorStore(HashingEmbedding(64)), InMemoryStore()
+    r = CodeParentRetriever.from_vectorstore(vs, ds, texts=FILES, max_tokens=128, k=2, max_context_tokens=800)
+    docs = r.invoke("dedent common leading whitespace")
+    assert 1 <= len(docs) <= 2
+    assert docs[0].metadata["source"] == "textwrap.py"
+    assert len(vs.store) > 0 and any(True for _ in ds.yield_keys(prefix="llmc/r/"))
+    # A second retriever over the same stores (e.g. filled by a Ray ingestion) needs no indexing.
+    again = CodeParentRetriever.from_vectorstore(vs, ds, max_tokens=128, k=2)
+    assert again.invoke("dedent common leading whitespace")[0].page_content == docs[0].page_content

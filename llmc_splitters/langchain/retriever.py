@@ -178,6 +178,28 @@ class CodeParentRetriever(BaseRetriever):
         """Index the source files under ``directory`` (see ``include``/``exclude``) and return a retriever."""
         return cls(directory=directory, embedding=embedding, k=k, max_context_tokens=max_context_tokens, **kwargs)
 
+    @classmethod
+    def from_vectorstore(
+        cls,
+        vectorstore: Any,
+        docstore: Any,
+        *,
+        namespace: str = "llmc",
+        max_tokens: int = 512,
+        tokenizer: Any = None,
+        k: int = 4,
+        max_context_tokens: int = 2048,
+        **kwargs: Any,
+    ) -> CodeParentRetriever:
+        """A retriever over any LangChain ``VectorStore`` (leaves, summaries) plus a ``BaseStore`` docstore (every
+        record: parents, skeletons, import bindings); see :mod:`llmc_splitters.retrieval.vectorstore`. Dense search
+        uses the vector store's own model. ``texts=``/``documents=``/``directory=`` in ``kwargs`` are indexed."""
+        from ..retrieval.vectorstore import code_index
+
+        index = code_index(vectorstore, docstore, namespace=namespace, max_tokens=max_tokens, tokenizer=tokenizer)
+        core = CodeRetriever(index=index, tokenizer=tokenizer, k=k, max_context_tokens=max_context_tokens)
+        return cls(code_retriever=core, k=k, max_context_tokens=max_context_tokens, **kwargs)
+
     # ------------------------------------------------------------------ retrieval
     def _get_relevant_documents(
         self,
