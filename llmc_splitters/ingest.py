@@ -306,8 +306,12 @@ def _rows(
         _with_meta,
     )
 
-    chunker = _chunker(settings)
-    index_fp = f"{type(chunker).__name__}:{chunker.max_tokens}:{chunker.tokenizer.name}"
+    from types import SimpleNamespace
+
+    from .retrieval.index import CodeIndex
+
+    # CodeIndex's own settings string (what it compares to skip unchanged files), computed by its own code.
+    index_fp = CodeIndex.settings_fingerprint.fget(SimpleNamespace(chunker=_chunker(settings)))  # type: ignore[attr-defined]
     data = text.encode("utf-8", "surrogatepass")
     info = _analyze(tree, data)
     root = tree.root

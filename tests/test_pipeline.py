@@ -243,3 +243,15 @@ def test_ray_is_an_optional_extra(monkeypatch, repo: Path, tmp_path: Path) -> No
         check=True, capture_output=True, text=True,
     )
     assert out.stdout.strip() == "False", "importing the ingestion modules does not import Ray"
+
+
+def test_ingested_files_count_as_unchanged_for_codeindex(repo: Path, tmp_path: Path) -> None:
+    from llmc_splitters.retrieval import CodeIndex
+    from llmc_splitters.retrieval.store import ChromaStore
+
+    sink = ChromaSink(path=str(tmp_path / "chroma"))
+    _run(repo, ManifestState(tmp_path / "state"), sink, Counting())
+    idx = CodeIndex(ChromaStore(str(tmp_path / "chroma")), embedding=Counting(), max_tokens=128)
+    text = (repo / "pkg" / "textwrap.py").read_text()
+    report = idx.index_texts({"demo/pkg/textwrap.py": text})
+    assert report.unchanged == ["demo/pkg/textwrap.py"], "same content hash and settings as CodeIndex's own"
