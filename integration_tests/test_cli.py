@@ -313,6 +313,15 @@ def test_chunk_table(tree):
 # ---------------------------------------------------------------------------------------------------------- errors
 
 
+def test_console_script_is_installed():
+    script = Path(sys.executable).with_name("llmc-splitters")
+    if not script.exists():
+        pytest.skip("llmc-splitters is not installed as a console script next to this interpreter")
+    got = subprocess.run([str(script), "--version"], env=_env(), capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert got.returncode == 0 and got.stdout.startswith("llmc-splitters ")
+
+
 def test_exit_codes(tmp_path, indexed):
     root, _, _ = indexed
     missing_db = tmp_path / "no-index-here"
@@ -335,6 +344,8 @@ def test_exit_codes(tmp_path, indexed):
     assert got.returncode == 4 and "no such file" in got.stderr
     got = run("chunk", str(root / "blob.py"))
     assert got.returncode == 5 and "binary" in got.stderr
+    got = run("chunk", str(root / "json" / "decoder.py"), "--language", "klingon")
+    assert got.returncode == 2 and "unknown language 'klingon'" in got.stderr
     got = run("query", "x", "--k", "0")
     assert got.returncode == 2 and "positive integer" in got.stderr
     got = run("frobnicate")

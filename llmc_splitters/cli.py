@@ -233,6 +233,13 @@ def _cmd_chunk(args: argparse.Namespace) -> ExitCode:
     from .inputs import binary_reason
     from .walk import walk
 
+    if args.language:
+        from .languages import get_spec
+
+        try:
+            get_spec(args.language)
+        except UnsupportedInputError as exc:
+            raise CliError(f"error: --language: {exc}", ExitCode.USAGE) from exc
     chunker = ASTChunker(max_tokens=args.max_tokens)
     code = ExitCode.OK
     files: list[tuple[str, Path]] = []
