@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from enum import Enum
 from typing import Any
 
+from .._docmeta import first_path, known_language, language_name
 from ..errors import ConfigurationError, missing_dependency
 
 try:
@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 
 from ..chunker import ASTChunker
 from ..headers import with_header
-from ..languages import detect_language, get_spec, normalize_language
+from ..languages import detect_language
 from ..span import Span
 from ..tokens import Tokenizer, resolve_tokenizer
 
@@ -34,32 +34,9 @@ DEFAULT_CHUNK_SIZE = 512
 DEFAULT_HEADER_RESERVE = 64
 
 
-def _language_name(value: Any) -> str | None:
-    """A language given as ``str`` or as a ``str`` enum (LangChain's ``Language.PYTHON``), normalised."""
-    if isinstance(value, Enum):
-        value = value.value
-    if not isinstance(value, str) or not value.strip():
-        return None
-    return normalize_language(value)
-
-
-def _known(language: str | None) -> bool:
-    if language is None:
-        return False
-    try:
-        get_spec(language)
-    except ValueError:
-        return False
-    return True
-
-
 def path_of(metadata: Mapping[str, Any]) -> str | None:
     """The document's path: the first of :data:`PATH_KEYS` that holds a non-empty value, as ``str``."""
-    for key in PATH_KEYS:
-        value = metadata.get(key)
-        if value:
-            return str(value)
-    return None
+    return first_path(metadata, PATH_KEYS)
 
 
 class CodeTextSplitter(TextSplitter):
@@ -154,8 +131,8 @@ class CodeTextSplitter(TextSplitter):
                 "raise chunk_size or lower header_reserve"
             )
             raise ConfigurationError(msg)
-        lang = _language_name(language)
-        if language is not None and (lang is None or not _known(lang)):
+        lang = language_name(language)
+        if language is not None and (lang is None or not known_language(lang)):
             msg = f"unknown language {language!r}; pass a tree-sitter grammar name such as 'python', or 'text'"
             raise ConfigurationError(msg)
         tok: Tokenizer = resolve_tokenizer(tokenizer if tokenizer is not None else length_function)
@@ -263,8 +240,8 @@ class CodeTextSplitter(TextSplitter):
         if self._language is not None:
             return self._language
         metadata = metadata or {}
-        declared = _language_name(metadata.get("language"))
-        if declared is not None and _known(declared):
+        declared = language_name(metadata.get("language"))
+        if declared is not None and known_language(declared):
             return declared
         return detect_language(path_of(metadata), text)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from enum import Enum
 from typing import Any, Dict, List, Optional
 
+from .._docmeta import first_path, known_language, language_name
 from ..errors import ConfigurationError, missing_dependency
 
 try:
@@ -33,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 
 from ..chunker import ASTChunker
 from ..headers import fit_header, context_header
-from ..languages import detect_language, get_spec, normalize_language
+from ..languages import detect_language
 from ..span import Span, SpanTree
 from ..tokens import TiktokenTokenizer, Tokenizer, resolve_tokenizer
 
@@ -59,31 +59,9 @@ _LLM_EXCLUDED = (
 _NODE_NAMESPACE = uuid.UUID("0b6f3c55-2c4e-5d8a-9e1f-7a3b2c1d4e5f")
 
 
-def _language_name(value: Any) -> str | None:
-    if isinstance(value, Enum):
-        value = value.value
-    if not isinstance(value, str) or not value.strip():
-        return None
-    return normalize_language(value)
-
-
-def _known(language: str | None) -> bool:
-    if language is None:
-        return False
-    try:
-        get_spec(language)
-    except ValueError:
-        return False
-    return True
-
-
 def path_of(metadata: Mapping[str, Any]) -> str | None:
     """The node's path: the first of :data:`PATH_KEYS` that holds a non-empty value, as ``str``."""
-    for key in PATH_KEYS:
-        value = metadata.get(key)
-        if value:
-            return str(value)
-    return None
+    return first_path(metadata, PATH_KEYS)
 
 
 def _tokenizer_setting(tokenizer: Any) -> tuple[Optional[str], Tokenizer]:
@@ -251,8 +229,8 @@ class CodeNodeParser(NodeParser):
                 "raise chunk_size or lower header_reserve"
             )
             raise ConfigurationError(msg)
-        lang = _language_name(language)
-        if language is not None and (lang is None or not _known(lang)):
+        lang = language_name(language)
+        if language is not None and (lang is None or not known_language(lang)):
             msg = f"unknown language {language!r}; pass a tree-sitter grammar name such as 'python', or 'text'"
             raise ConfigurationError(msg)
         label, tok = _tokenizer_setting(tokenizer)
@@ -328,8 +306,8 @@ class CodeNodeParser(NodeParser):
         if self.language is not None:
             return self.language
         metadata = metadata or {}
-        declared = _language_name(metadata.get("language"))
-        if declared is not None and _known(declared):
+        declared = language_name(metadata.get("language"))
+        if declared is not None and known_language(declared):
             return declared
         return detect_language(path_of(metadata), text)
 
