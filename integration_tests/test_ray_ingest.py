@@ -177,8 +177,8 @@ def _expected(repo: Path) -> dict[str, tuple[str, str]]:
 
 
 def _stored(sink: ChromaSink, *, embeddings: bool = False) -> dict[str, dict]:
-    col = sink.connect(None).store.collection
-    got = col.get(include=["documents", "metadatas", *(["embeddings"] if embeddings else [])])
+    conn = sink.connect(None)
+    got = conn._get(include=["documents", "metadatas", *(["embeddings"] if embeddings else [])])  # noqa: SLF001
     assert len(got["ids"]) == len(set(got["ids"]))
     out = {}
     for i, rid in enumerate(got["ids"]):

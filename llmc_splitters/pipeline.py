@@ -66,6 +66,8 @@ logger = logging.getLogger("llmc_splitters.ingest")
 
 _EMBED_META = ("embedded_view", "embedded_tokens", "embedding_limit", "embed_hash")
 _MAX_LISTED = 100
+_GET_RETRIES = 6
+_TRANSIENT = ("hnsw segment reader", "Nothing found on disk")
 
 
 def embedding_name(model: Any) -> str:
@@ -90,13 +92,35 @@ class _ChromaConnection:
     def _col(self) -> Any:
         return self.store.collection
 
+    def _get(self, **kwargs: Any) -> Any:
+        """``collection.get``, retried on the server's transient "hnsw segment reader" error.
+
+        NOTE: a Chroma server can answer a filtered ``get`` on a collection being written by other processes with
+        ``InternalError: Error creating hnsw segment reader: Nothing found on disk`` (chroma-core/chroma#4212);
+        the same call succeeds a moment later.
+        """
+        for attempt in range(_GET_RETRIES):
+            try:
+                return self._col.get(**kwargs)
+            except Exception as exc:  # noqa: BLE001 - chromadb.errors.InternalError, matched by message
+                if attempt == _GET_RETRIES - 1 or not any(t in str(exc) for t in _TRANSIENT):
+                    raise
+                time.sleep(0.2 * 2**attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def cached(self, content_hashes: Iterable[str]) -> dict[str, tuple[list[float], dict[str, Any]]]:
         hashes = sorted(set(content_hashes))
         out: dict[str, tuple[list[float], dict[str, Any]]] = {}
+        if not hashes or self.count() == 0:
+            return out
         for i in range(0, len(hashes), self.page):
-            got = self._col.get(
-                where={"content_hash": {"$in": hashes[i : i + self.page]}}, include=["embeddings", "metadatas"]
-            )
+            try:
+                got = self._get(
+                    where={"content_hash": {"$in": hashes[i : i + self.page]}}, include=["embeddings", "metadatas"]
+                )
+            except Exception as exc:  # noqa: BLE001 - the cache is an optimisation: a miss only costs embedding
+                logger.warning("embedding cache lookup failed, embedding instead: %s: %s", type(exc).__name__, exc)
+                return out
             embs = got.get("embeddings")
             for j, meta in enumerate(got.get("metadatas") or []):
                 h = (meta or {}).get("content_hash")
@@ -111,7 +135,7 @@ class _ChromaConnection:
     def _ids_meta(self, paths: Sequence[str]) -> Iterator[tuple[str, dict[str, Any]]]:
         offset = 0
         while True:
-            got = self._col.get(where={"path": {"$in": list(paths)}}, include=["metadatas"], limit=2000, offset=offset)
+            got = self._get(where={"path": {"$in": list(paths)}}, include=["metadatas"], limit=2000, offset=offset)
             ids = got["ids"]
             for rid, meta in zip(ids, got.get("metadatas") or [{}] * len(ids)):
                 yield rid, dict(meta or {})
