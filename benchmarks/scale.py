@@ -241,8 +241,6 @@ def _free_port() -> int:
 
 
 def bench_ray(max_bytes: int) -> dict[str, Any]:
-    import functools
-
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
