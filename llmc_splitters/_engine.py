@@ -34,6 +34,7 @@ from .tokens import TiktokenTokenizer, Tokenizer
 
 _CLASS_LIKE = frozenset({"class", "interface", "enum", "module", "struct", "trait", "impl", "namespace", "type"})
 _BLANK_BEFORE = re.compile(rb"\n[ \t\r\f\v]*\n[ \t\f\v]*$")
+_LINE_HAS_CODE = re.compile(rb"[ \t\f\v]*[^\s]")
 # A node this many times larger than the budget (in bytes) is over budget without counting (tiktoken only).
 _SURELY_OVER_BYTES_PER_TOKEN = 24
 # Past these, a tree with syntax errors is chunked without queries (see wide_error).
@@ -156,12 +157,18 @@ class Engine:
         return pos == 0 or pos == len(src) or (src[pos - 1] == 10 and src[pos] not in (10, 13))
 
     def _from_whole(self, start: int, end: int) -> int | None:
-        """The count of a slice between clean line starts, read off one encoding of the whole file.
+        """The count of a slice, mostly read off one encoding of the whole file.
 
-        With cl100k such a slice's own tokens are exactly the whole file's tokens inside it (see
-        :data:`llmc_splitters.tokens._CL100K_PATTERN`), so the file is encoded once and most slices cost nothing.
+        With cl100k the tokens of a slice between clean line starts are exactly the whole file's tokens inside it
+        (see :data:`llmc_splitters.tokens._CL100K_PATTERN`), so the file is encoded once and such slices cost
+        nothing. A slice that starts or ends inside a line is split at its first and last line starts that
+        separate tokens in any text holding them (:meth:`_separator`): only the partial lines are encoded.
         """
-        if not self._additive or not (self._clean(start) and self._clean(end)):
+        if not self._additive:
+            return None
+        a = start if self._clean(start) else self._separator(start, end, forward=True)
+        b = end if self._clean(end) else self._separator(a, end, forward=False) if a is not None else None
+        if a is None or b is None or b < a:
             return None
         ends = self._ends
         if ends is None:
@@ -169,11 +176,30 @@ class Engine:
             if ends is None:
                 self._additive = False
                 return None
-        i = bisect.bisect_right(ends, start)
-        j = bisect.bisect_right(ends, end)
-        if (start and ends[i - 1] != start) or (end and ends[j - 1] != end):
+        i = bisect.bisect_right(ends, a)
+        j = bisect.bisect_right(ends, b)
+        if (a and ends[i - 1] != a) or (b and ends[j - 1] != b):
             return None  # not a token boundary after all: count the slice itself
-        return j - i
+        n = j - i
+        if a > start:
+            n += self.tok.count(self.source_text(start, a))
+        if end > b:
+            n += self.tok.count(self.source_text(b, end))
+        return n
+
+    def _separator(self, lo: int, hi: int, *, forward: bool) -> int | None:
+        """The first (or last) line start in ``(lo, hi)`` after which the line holds a non-blank character before
+        ``hi``. Such a line start ends every pre-token of cl100k in any text that holds the line break before it
+        and that character (a run of whitespace pre-tokenizes up to its last line break), so a slice's tokens
+        add up across it."""
+        src = self.source
+        pos = src.find(b"\n", lo, hi) if forward else src.rfind(b"\n", lo, hi)
+        while pos >= 0:
+            c = pos + 1
+            if c < hi and _LINE_HAS_CODE.match(src, c, hi):
+                return c
+            pos = src.find(b"\n", c, hi) if forward else src.rfind(b"\n", lo, pos)
+        return None
 
     def estimate(self, start: int, end: int) -> int:
         """Exact count when known, else bytes times this file's running tokens-per-byte ratio (no encoding)."""

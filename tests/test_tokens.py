@@ -52,6 +52,31 @@ def test_slices_between_clean_line_starts_add_up_exactly(cl100k):
     assert checked > 1000
 
 
+def test_slices_inside_lines_are_counted_exactly_off_the_whole_encoding(cl100k):
+    # Slices that start or end mid-line (a block after `) {`, a def after `export `): the engine encodes only the
+    # partial lines and reads the rest off the whole file's encoding; every count is re-checked by encoding.
+    from llmc_splitters._engine import Engine
+
+    rng = random.Random(11)
+    read_off = checked = 0
+    for path in real_files():
+        text = path.read_bytes().decode("utf-8")
+        data = text.encode("utf-8")
+        eng = Engine(data, 256, cl100k)
+        starts = [i for i in range(len(data) + 1) if i == len(data) or (data[i] & 0xC0) != 0x80]
+        if len(starts) < 2:
+            continue
+        for _ in range(40):
+            a, b = sorted(rng.sample(starts, 2))
+            n = eng._from_whole(a, b)
+            if n is not None:
+                read_off += 1
+                assert n == cl100k.count(data[a:b].decode("utf-8")), (path.name, a, b)
+            checked += 1
+    assert checked > 1000
+    assert read_off > 0.9 * checked
+
+
 def test_cut_and_split_are_exact(cl100k):
     text = (DATA / "python" / "textwrap.py").read_text(encoding="utf-8")
     for budget in (1, 7, 100):
