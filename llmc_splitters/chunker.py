@@ -12,7 +12,7 @@ from .errors import ConfigurationError, UnsupportedInputError
 from .inputs import ERRORS, decode
 from .languages import LanguageSpec, detect_language, get_spec, normalize_language
 from .overlap import add_overlap
-from .span import Span, SpanTree, span_id
+from .span import Span, SpanTree, _span_id_of_bytes
 from .tokens import Tokenizer, resolve_tokenizer
 
 _MAX_NAME = 200
@@ -394,18 +394,20 @@ class _Run:
             chars[b], lines[b] = c, nl
             prev = b
 
+        path = self.path
+        full_text = self.text
+
         def make(start: int, end: int, kind: str, name: str | None, parent: str | None, tokens: int,
                  meta: dict[str, Any], language: str, salt: str) -> Span:
             sc, ec = chars[start], chars[end]
-            text = self.text[sc:ec]
-            end_line = lines[end] + 1 - (1 if end > start and data[end - 1 : end] == b"\n" else 0)
+            end_line = lines[end] + 1 - (1 if end > start and data[end - 1] == 10 else 0)
             return Span(
-                id=span_id(self.path, start, end, text, salt=salt),
-                path=self.path,
+                id=_span_id_of_bytes(path, start, end, data[start:end], salt),
+                path=path,
                 language=language,
                 kind=kind,
                 name=name[:_MAX_NAME] if name else name,
-                text=text,
+                text=full_text[sc:ec],
                 start_byte=start,
                 end_byte=end,
                 start_char=sc,
@@ -417,25 +419,37 @@ class _Run:
                 metadata=meta,
             )
 
+        # A structural span's token count is the sum of its leaves' exact counts (its text is exactly theirs,
+        # joined): within a few tokens of encoding it whole, and free.
+        totals = {id(sc): 0 for sc in scopes}
+        for leaf in leaves:
+            sc = leaf.scope
+            while sc is not None:
+                totals[id(sc)] += leaf.tokens
+                sc = sc.parent
         # Scopes first (a parent is always created before its children: scopes are appended in that order).
         scope_span: dict[int, Span] = {}
+        depth: dict[int, int] = {}
         lang = self.spec.name
         for sc in scopes:
             parent = scope_span[id(sc.parent)].id if sc.parent is not None else None
+            depth[id(sc)] = 0 if sc.parent is None else depth[id(sc.parent)] + 1
             meta = {k: v for k, v in sc.meta.items() if not k.startswith("_")}
             if sc.info is not None:
                 meta.setdefault("signature", self._signature(sc.info))
                 meta.update({k: v for k, v in self._def_meta(sc.info).items() if k not in meta})
-            if sc.parent is None and self.path:
-                meta["path"] = self.path
-            tokens = -1 if sc.parent is not None or leaves else 0
-            sc_lang = sc.spec.name
+            if sc.parent is None and path:
+                meta["path"] = path
+            meta["token_count_is_sum_of_leaves"] = True
             # Structural and leaf spans never share an id, even over the same bytes.
-            scope_span[id(sc)] = make(sc.start, sc.end, sc.kind, sc.name, parent, tokens, meta, sc_lang,
+            scope_span[id(sc)] = make(sc.start, sc.end, sc.kind, sc.name, parent, totals[id(sc)], meta, sc.spec.name,
                                       f"{sc.kind}/structure")
         root_span = scope_span[id(root)]
         symbols = self._symbols()
         leaf_spans: list[Span] = []
+        keyed: list[tuple[int, int, int, Span]] = [
+            (s.start_byte, -s.end_byte, depth[k], s) for k, s in scope_span.items() if s is not root_span
+        ]
         for leaf in leaves:
             parent = scope_span[id(leaf.scope)].id
             if symbols:
@@ -443,37 +457,12 @@ class _Run:
                 if inside:
                     leaf.meta["symbols"] = inside
             leaf_lang = leaf.scope.spec.name if leaf.scope.kind != "code" else leaf.scope.meta.get("code_language", lang)
-            leaf_spans.append(make(leaf.start, leaf.end, leaf.kind or self.spec.glue_kind, leaf.name, parent,
-                                   leaf.tokens, leaf.meta, leaf_lang, leaf.kind or self.spec.glue_kind))
-        # Structural spans get their token count from their leaves (their text is exactly theirs, joined).
-        spans = self._with_counts(list(scope_span.values()), leaf_spans, root_span)
-        return SpanTree.build(spans, leaf_spans)
-
-    def _with_counts(self, scopes: list[Span], leaves: list[Span], root: Span) -> list[Span]:
-        by_id = {s.id: s for s in scopes}
-        totals: dict[str, int] = {s.id: 0 for s in scopes}
-        for leaf in leaves:
-            pid = leaf.parent_id
-            while pid is not None:
-                totals[pid] += leaf.token_count
-                pid = by_id[pid].parent_id
-        fixed = []
-        for s in scopes:
-            # Sum of the leaves' exact counts: within a few tokens of encoding the whole text, and free.
-            meta = dict(s.metadata)
-            meta["token_count_is_sum_of_leaves"] = True
-            fixed.append(_replace(s, token_count=totals[s.id], metadata=meta))
-        depth = {}
-        for s in fixed:
-            depth[s.id] = 0 if s.parent_id is None else depth[s.parent_id] + 1
-        for leaf in leaves:
-            depth[leaf.id] = depth[leaf.parent_id] + 1  # type: ignore[index]
-        root_fixed = next(s for s in fixed if s.parent_id is None)
-        rest = sorted(
-            (s for s in fixed + leaves if s is not root_fixed),
-            key=lambda s: (s.start_byte, -s.end_byte, depth[s.id]),
-        )
-        return [root_fixed, *rest]
+            span = make(leaf.start, leaf.end, leaf.kind or self.spec.glue_kind, leaf.name, parent, leaf.tokens,
+                        leaf.meta, leaf_lang, leaf.kind or self.spec.glue_kind)
+            leaf_spans.append(span)
+            keyed.append((leaf.start, -leaf.end, depth[id(leaf.scope)] + 1, span))
+        keyed.sort(key=lambda k: k[:3])
+        return SpanTree.build([root_span, *(k[3] for k in keyed)], leaf_spans)
 
     def _symbols(self) -> list[tuple[int, int, dict[str, Any]]]:
         # A fence parsed twice (scanned, then chunked in place) yields the same definitions twice: key by range.
@@ -519,9 +508,3 @@ def _find_body(node: Any) -> Any:
             nxt.extend(child.named_children)
         frontier = nxt
     return None
-
-
-def _replace(span: Span, **changes: Any) -> Span:
-    data = span.to_dict()
-    data.update(changes)
-    return Span.from_dict(data)

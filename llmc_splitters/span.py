@@ -32,9 +32,14 @@ def span_id(path: str | None, start_byte: int, end_byte: int, text: str, salt: s
     The same path, byte range and content (and ``salt``, e.g. a repository name or a settings fingerprint) always
     give the same id.
     """
+    return _span_id_of_bytes(path, start_byte, end_byte, text.encode("utf-8", "surrogatepass"), salt)
+
+
+def _span_id_of_bytes(path: str | None, start_byte: int, end_byte: int, data: bytes, salt: str = "") -> str:
+    """:func:`span_id` of a text given as its UTF-8 bytes (as the chunker holds it)."""
     h = hashlib.sha1(_SPAN_NAMESPACE.bytes)
     h.update(f"{salt}\x00{path or ''}\x00{start_byte}\x00{end_byte}\x00".encode("utf-8", "surrogatepass"))
-    h.update(text.encode("utf-8", "surrogatepass"))
+    h.update(data)
     # The layout of a version-5 (SHA-1, name-based) UUID, formatted directly.
     b = bytearray(h.digest()[:16])
     b[6] = (b[6] & 0x0F) | 0x50
