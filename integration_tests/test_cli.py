@@ -19,16 +19,15 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from conftest import STDLIB
+from tests.helpers import chroma_server as running_chroma
+from tests.helpers import free_port
 
 pytest.importorskip("chromadb")
 pytest.importorskip("bm25s")
@@ -457,50 +456,10 @@ def test_minilm_hybrid_index_query_and_incremental_reembedding(tmp_path):
 # ---------------------------------------------------------------------------------------------------------- server
 
 
-def _chroma_cli() -> str | None:
-    local = Path(sys.executable).with_name("chroma")
-    return str(local) if local.exists() else shutil.which("chroma")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def chroma_server(tmp_path_factory):
-    cli = _chroma_cli()
-    if cli is None:
-        pytest.skip("the `chroma` CLI is not installed (pip install 'llmc-splitters[chroma]')")
-    data = tmp_path_factory.mktemp("chroma-server")
-    port = _free_port()
-    log = (data / "server.log").open("w")
-    proc = subprocess.Popen([cli, "run", "--path", str(data / "db"), "--host", "localhost", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"chroma run exited with {proc.returncode}: {(data / 'server.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"http://localhost:{port}/api/v2/heartbeat", timeout=1) as resp:  # noqa: S310
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("chroma run did not answer within 60 s")
-            time.sleep(0.2)
-        yield "localhost", port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+def chroma_server(tmp_path_factory: pytest.TempPathFactory):
+    with running_chroma(tmp_path_factory.mktemp("chroma-server")) as address:
+        yield address
 
 
 @pytest.mark.slow
@@ -520,5 +479,5 @@ def test_index_query_stats_against_a_chroma_server(tmp_path, chroma_server):
     assert got.returncode == 0 and json.loads(got.stdout)["files"] == len(files)
     got = run("query", "x", "--host", host, "--port", str(port), "--collection", "absent_collection")
     assert got.returncode == 3
-    got = run("query", "x", "--host", host, "--port", str(_free_port()))
+    got = run("query", "x", "--host", host, "--port", str(free_port()))
     assert got.returncode == 1 and "could not open Chroma" in got.stderr

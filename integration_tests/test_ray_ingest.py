@@ -23,15 +23,15 @@ import functools
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import chroma_server as running_chroma
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
@@ -64,43 +64,10 @@ TREE = ("textwrap.py", "shlex.py", "base64.py", "heapq.py", "json/decoder.py", "
 # ------------------------------------------------------------------------------------------------- fixtures
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory):
-    cli = Path(sys.executable).with_name("chroma")
-    if not cli.exists():
-        pytest.skip("the `chroma` CLI is not installed (pip install 'llmc-splitters[chroma]')")
-    data = tmp_path_factory.mktemp("chroma-server")
-    port = _free_port()
-    log = (data / "server.log").open("w")
-    proc = subprocess.Popen([str(cli), "run", "--path", str(data / "db"), "--host", "localhost", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"chroma run exited: {(data / 'server.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"http://localhost:{port}/api/v2/heartbeat", timeout=1):  # noqa: S310
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("chroma run did not answer within 60 s")
-                time.sleep(0.2)
-        yield "localhost", port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    with running_chroma(tmp_path_factory.mktemp("chroma-server")) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
-from collections.abc import Sequence
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+
+import pytest
 
 from llmc_splitters import Span
 
@@ -69,3 +78,48 @@ def assert_valid_tree(text: str, tree) -> None:
         assert p.start_byte <= s.start_byte and s.end_byte <= p.end_byte, "child outside its parent"
         assert text[s.start_char : s.end_char] == s.text
     assert len(ids) == len(tree.spans), "duplicate span ids"
+
+
+def free_port() -> int:
+    """A TCP port on localhost that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def chroma_server(data: pathlib.Path) -> Iterator[tuple[str, int]]:
+    """A real ``chroma run`` server on a free localhost port, storing under ``data``; yields ``(host, port)`` once
+    its heartbeat answers and stops it on exit. Skips the test when the ``chroma`` CLI is not installed."""
+    local = pathlib.Path(sys.executable).with_name("chroma")
+    cli = str(local) if local.exists() else shutil.which("chroma")
+    if cli is None:
+        pytest.skip("the `chroma` CLI is not installed (pip install 'llmc-splitters[chroma]')")
+    port = free_port()
+    log_path = data / "server.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([cli, "run", "--path", str(data / "db"), "--host", "localhost", "--port", str(port)],
+                                stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://localhost:{port}/api/v2/heartbeat"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                if proc.poll() is not None:
+                    pytest.fail(f"chroma run exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
+                try:
+                    with urllib.request.urlopen(url, timeout=1) as resp:  # noqa: S310 - localhost only
+                        if resp.status == 200:
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    pytest.fail(f"chroma run did not answer {url} within 60 s")
+                time.sleep(0.2)
+            yield "localhost", port
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import chroma_server as running_chroma
 
 pytest.importorskip("chromadb")
 pytest.importorskip("bm25s")
@@ -20,54 +15,10 @@ from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding  # noqa: E4
 pytestmark = pytest.mark.slow
 
 
-def _chroma_cli() -> str | None:
-    local = Path(sys.executable).with_name("chroma")
-    return str(local) if local.exists() else shutil.which("chroma")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory):
-    cli = _chroma_cli()
-    if cli is None:
-        pytest.skip("the `chroma` CLI is not installed (pip install 'llmc-splitters[chroma]')")
-    data = tmp_path_factory.mktemp("chroma-server")
-    port = _free_port()
-    log = (data / "server.log").open("w")
-    proc = subprocess.Popen(
-        [cli, "run", "--path", str(data / "db"), "--host", "localhost", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://localhost:{port}/api/v2/heartbeat"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"chroma run exited with {proc.returncode}: {(data / 'server.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(url, timeout=1) as resp:  # noqa: S310 - localhost only
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"chroma run did not answer {url} within 60 s")
-            time.sleep(0.2)
-        yield "localhost", port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    with running_chroma(tmp_path_factory.mktemp("chroma-server")) as address:
+        yield address
 
 
 class CountingEmbedding(HashingEmbedding):
