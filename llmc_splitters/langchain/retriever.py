@@ -7,11 +7,11 @@ built; an embedding model only if you pass one.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..errors import ConfigurationError, missing_dependency
+from .._faces import check_positive, core_retriever, whole_files
+from ..errors import missing_dependency
 
 try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -123,20 +123,11 @@ class CodeParentRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> None:
         """Build (or wrap) the index and index what is given; see the class docstring."""
-        _check_positive("k", k)
-        _check_positive("max_context_tokens", max_context_tokens)
-        if code_retriever is None:
-            if collection_name is None:
-                # In-memory Chroma clients share one process-wide store: a fresh collection keeps retrievers apart.
-                in_memory = path is None and host is None and client is None
-                collection_name = f"llmc_{uuid.uuid4().hex}" if in_memory else "llmc_spans"
-            code_retriever = CodeRetriever(
-                path=path, host=host, port=port, client=client, collection=collection_name, embedding=embedding,
-                max_tokens=max_tokens, tokenizer=tokenizer, k=k, max_context_tokens=max_context_tokens,
-            )
-        elif any(x is not None for x in (embedding, path, host, client, collection_name)):
-            msg = "code_retriever= already holds its store and embedding; do not also pass embedding/path/host/client"
-            raise ConfigurationError(msg)
+        code_retriever = core_retriever(
+            code_retriever, embedding=embedding, embedding_name="embedding", path=path, host=host, port=port,
+            client=client, collection_name=collection_name, max_tokens=max_tokens, tokenizer=tokenizer, k=k,
+            max_context_tokens=max_context_tokens,
+        )
         super().__init__(
             k=k,
             max_context_tokens=max_context_tokens,
@@ -147,7 +138,9 @@ class CodeParentRetriever(BaseRetriever):
         )
         files = dict(texts or {})
         if documents is not None:
-            files.update(_files_of(documents, taken=files))
+            found, _ = whole_files(((path_of(d.metadata or {}), d.page_content) for d in documents), files,
+                                   "document loaders")
+            files.update(found)
         if files:
             code_retriever.index_texts(files)
         if directory is not None:
@@ -211,33 +204,12 @@ class CodeParentRetriever(BaseRetriever):
     ) -> list[Document]:
         k = self.k if k is None else k
         budget = self.max_context_tokens if max_context_tokens is None else max_context_tokens
-        _check_positive("k", k)
-        _check_positive("max_context_tokens", budget)
+        check_positive("k", k)
+        check_positive("max_context_tokens", budget)
         found, packed = self.code_retriever.retrieve_per_hit(
             query, k, budget, expand_context=self.expand_context, multi_stage=self.multi_stage
         )
         return [_document(hit, exp, found.confidence) for hit, exp in packed]
-
-
-def _check_positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        msg = f"{name} must be a positive integer, got {value!r}"
-        raise ConfigurationError(msg)
-
-
-def _files_of(documents: Iterable[Document], taken: Mapping[str, str]) -> dict[str, str]:
-    files: dict[str, str] = {}
-    for i, doc in enumerate(documents):
-        key = path_of(doc.metadata or {}) or f"document-{i}"
-        text = doc.page_content
-        if files.get(key, text) != text or taken.get(key, text) != text:
-            msg = (
-                f"two different documents have the path {key!r}; pass one Document per file (whole files, as "
-                "document loaders return them), not chunks"
-            )
-            raise ConfigurationError(msg)
-        files[key] = text
-    return files
 
 
 def _document(hit: Hit, exp: Expansion, confidence: float) -> Document:

@@ -10,7 +10,14 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._docmeta import first_path, known_language, language_name
+from .._faces import (
+    DEFAULT_HEADER_RESERVE,
+    chunk_budget,
+    document_language,
+    first_path,
+    forced_language,
+    resolve_size,
+)
 from ..errors import ConfigurationError, missing_dependency
 
 try:
@@ -21,7 +28,6 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 
 from ..chunker import ASTChunker
 from ..headers import with_header
-from ..languages import detect_language
 from ..span import Span
 from ..tokens import Tokenizer, resolve_tokenizer
 
@@ -29,9 +35,6 @@ __all__ = ["PATH_KEYS", "CodeTextSplitter"]
 
 PATH_KEYS = ("source", "file_path", "path", "file_name", "filename")
 """Metadata keys read, in this order, for a document's path (LangChain loaders set ``source``)."""
-
-DEFAULT_CHUNK_SIZE = 512
-DEFAULT_HEADER_RESERVE = 64
 
 
 def path_of(metadata: Mapping[str, Any]) -> str | None:
@@ -111,7 +114,7 @@ class CodeTextSplitter(TextSplitter):
         strip_whitespace: bool = False,
         keep_separator: Any = False,
     ) -> None:
-        size = _resolve_size(chunk_size, max_tokens)
+        size = resolve_size(chunk_size, max_tokens)
         if chunk_overlap != 0:
             msg = (
                 f"chunk_overlap must be 0 for CodeTextSplitter, got {chunk_overlap!r}: chunks are syntax-aligned "
@@ -121,20 +124,8 @@ class CodeTextSplitter(TextSplitter):
         if tokenizer is not None and length_function is not None:
             msg = "give tokenizer= or length_function=, not both"
             raise ConfigurationError(msg)
-        if isinstance(header_reserve, bool) or not isinstance(header_reserve, int) or header_reserve < 0:
-            msg = f"header_reserve must be an integer >= 0, got {header_reserve!r}"
-            raise ConfigurationError(msg)
-        budget = size - header_reserve if context_header else size
-        if budget < 1:
-            msg = (
-                f"chunk_size ({size}) must exceed header_reserve ({header_reserve}) when context_header=True; "
-                "raise chunk_size or lower header_reserve"
-            )
-            raise ConfigurationError(msg)
-        lang = language_name(language)
-        if language is not None and (lang is None or not known_language(lang)):
-            msg = f"unknown language {language!r}; pass a tree-sitter grammar name such as 'python', or 'text'"
-            raise ConfigurationError(msg)
+        budget = chunk_budget(size, header_reserve, context_header)
+        lang = forced_language(language)
         tok: Tokenizer = resolve_tokenizer(tokenizer if tokenizer is not None else length_function)
         super().__init__(
             chunk_size=size,
@@ -237,13 +228,7 @@ class CodeTextSplitter(TextSplitter):
 
     def language_for(self, text: str, metadata: Mapping[str, Any] | None = None) -> str:
         """The language a document is chunked as (see the class docstring for the order of the rules)."""
-        if self._language is not None:
-            return self._language
-        metadata = metadata or {}
-        declared = language_name(metadata.get("language"))
-        if declared is not None and known_language(declared):
-            return declared
-        return detect_language(path_of(metadata), text)
+        return document_language(self._language, text, metadata, PATH_KEYS)
 
     def _documents(self, text: str, metadata: Mapping[str, Any]) -> Iterable[Document]:
         path = path_of(metadata)
@@ -302,14 +287,3 @@ def _span_metadata(span: Span) -> dict[str, Any]:
     meta.setdefault("symbol", "")
     meta.setdefault("breadcrumb", "")
     return meta
-
-
-def _resolve_size(chunk_size: int | None, max_tokens: int | None) -> int:
-    if chunk_size is not None and max_tokens is not None and chunk_size != max_tokens:
-        msg = f"chunk_size ({chunk_size}) and max_tokens ({max_tokens}) are the same setting; give one"
-        raise ConfigurationError(msg)
-    size = chunk_size if chunk_size is not None else max_tokens if max_tokens is not None else DEFAULT_CHUNK_SIZE
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        msg = f"chunk_size must be a positive integer (tokens), got {size!r}"
-        raise ConfigurationError(msg)
-    return size

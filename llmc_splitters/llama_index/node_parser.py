@@ -10,7 +10,15 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Dict, List, Optional
 
-from .._docmeta import first_path, known_language, language_name
+from .._faces import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_HEADER_RESERVE,
+    chunk_budget,
+    document_language,
+    first_path,
+    forced_language,
+    resolve_size,
+)
 from ..errors import ConfigurationError, missing_dependency
 
 try:
@@ -33,14 +41,10 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 
 from ..chunker import ASTChunker
 from ..headers import fit_header, context_header
-from ..languages import detect_language
 from ..span import Span, SpanTree
 from ..tokens import TiktokenTokenizer, Tokenizer, resolve_tokenizer
 
 __all__ = ["CodeNodeParser", "PATH_KEYS"]
-
-DEFAULT_CHUNK_SIZE = 512
-DEFAULT_HEADER_RESERVE = 64
 
 PATH_KEYS = ("file_path", "file_name", "source", "path", "filename")
 """Metadata keys read, in this order, for a document's path (``SimpleDirectoryReader`` sets ``file_path``)."""
@@ -100,17 +104,6 @@ def _id_func_setting(id_func: Any) -> Any:
 def _node_id(source_id: str, span: Span) -> str:
     """The deterministic node id of ``span`` parsed from the node ``source_id``."""
     return str(uuid.uuid5(_NODE_NAMESPACE, f"{source_id}\x00{span.id}"))
-
-
-def _resolve_size(chunk_size: int | None, max_tokens: int | None) -> int:
-    if chunk_size is not None and max_tokens is not None and chunk_size != max_tokens:
-        msg = f"chunk_size ({chunk_size}) and max_tokens ({max_tokens}) are the same setting; give one"
-        raise ConfigurationError(msg)
-    size = chunk_size if chunk_size is not None else max_tokens if max_tokens is not None else DEFAULT_CHUNK_SIZE
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        msg = f"chunk_size must be a positive integer (tokens), got {size!r}"
-        raise ConfigurationError(msg)
-    return size
 
 
 class CodeNodeParser(NodeParser):
@@ -219,20 +212,9 @@ class CodeNodeParser(NodeParser):
         id_func: Any = None,
     ) -> None:
         """Create a parser; every argument is described on the class and in its pydantic fields."""
-        size = _resolve_size(chunk_size, max_tokens)
-        if isinstance(header_reserve, bool) or not isinstance(header_reserve, int) or header_reserve < 0:
-            msg = f"header_reserve must be an integer >= 0, got {header_reserve!r}"
-            raise ConfigurationError(msg)
-        if context_header and size - header_reserve < 1:
-            msg = (
-                f"chunk_size ({size}) must exceed header_reserve ({header_reserve}) when context_header=True; "
-                "raise chunk_size or lower header_reserve"
-            )
-            raise ConfigurationError(msg)
-        lang = language_name(language)
-        if language is not None and (lang is None or not known_language(lang)):
-            msg = f"unknown language {language!r}; pass a tree-sitter grammar name such as 'python', or 'text'"
-            raise ConfigurationError(msg)
+        size = resolve_size(chunk_size, max_tokens)
+        chunk_budget(size, header_reserve, context_header)
+        lang = forced_language(language)
         label, tok = _tokenizer_setting(tokenizer)
         id_func = _id_func_setting(id_func)
         super().__init__(
@@ -297,19 +279,13 @@ class CodeNodeParser(NodeParser):
     def chunker(self) -> ASTChunker:
         """The underlying :class:`~llmc_splitters.ASTChunker` (built on first use)."""
         if self._chunker is None:
-            budget = self.chunk_size - self.header_reserve if self.context_header else self.chunk_size
+            budget = chunk_budget(self.chunk_size, self.header_reserve, self.context_header)
             self._chunker = ASTChunker(max_tokens=budget, tokenizer=self.resolved_tokenizer)
         return self._chunker
 
     def language_for(self, text: str, metadata: Mapping[str, Any] | None = None) -> str:
         """The language a document is parsed as (see the class docstring for the order of the rules)."""
-        if self.language is not None:
-            return self.language
-        metadata = metadata or {}
-        declared = language_name(metadata.get("language"))
-        if declared is not None and known_language(declared):
-            return declared
-        return detect_language(path_of(metadata), text)
+        return document_language(self.language, text, metadata, PATH_KEYS)
 
     # ------------------------------------------------------------------ parsing
     def get_nodes_from_documents(

@@ -7,10 +7,10 @@ built; an embedding model only if you pass one.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, List, Optional
 
+from .._faces import check_positive, core_retriever, whole_files
 from ..errors import ConfigurationError, missing_dependency
 
 try:
@@ -150,22 +150,13 @@ class CodeParentRetriever(BaseRetriever):
             msg = "embed_model and embedding are the same setting; give one"
             raise ConfigurationError(msg)
         top_k = k if k is not None else similarity_top_k if similarity_top_k is not None else 4
-        _check_positive("k", top_k)
-        _check_positive("max_context_tokens", max_context_tokens)
         model = embed_model if embed_model is not None else embedding
-        if code_retriever is None:
-            if collection_name is None:
-                # In-memory Chroma clients share one process-wide store: a fresh collection keeps retrievers apart.
-                in_memory = path is None and host is None and client is None
-                collection_name = f"llmc_{uuid.uuid4().hex}" if in_memory else "llmc_spans"
-            code_retriever = CodeRetriever(
-                path=path, host=host, port=port, client=client, collection=collection_name,
-                embedding=_as_core_embedding(model), max_tokens=max_tokens, tokenizer=tokenizer, k=top_k,
-                max_context_tokens=max_context_tokens,
-            )
-        elif any(x is not None for x in (model, path, host, client, collection_name)):
-            msg = "code_retriever= already holds its store and embedding; do not also pass embed_model/path/host/client"
-            raise ConfigurationError(msg)
+        code_retriever = core_retriever(
+            code_retriever, embedding=None if model is None else _as_core_embedding(model),
+            embedding_name="embed_model", path=path, host=host, port=port, client=client,
+            collection_name=collection_name, max_tokens=max_tokens, tokenizer=tokenizer, k=top_k,
+            max_context_tokens=max_context_tokens,
+        )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.code_retriever = code_retriever
         self.k = top_k
@@ -188,7 +179,7 @@ class CodeParentRetriever(BaseRetriever):
 
     @similarity_top_k.setter
     def similarity_top_k(self, value: int) -> None:
-        _check_positive("similarity_top_k", value)
+        check_positive("similarity_top_k", value)
         self.k = value
 
     # ------------------------------------------------------------------ constructors
@@ -218,8 +209,8 @@ class CodeParentRetriever(BaseRetriever):
 
     # ------------------------------------------------------------------ retrieval
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        _check_positive("k", self.k)
-        _check_positive("max_context_tokens", self.max_context_tokens)
+        check_positive("k", self.k)
+        check_positive("max_context_tokens", self.max_context_tokens)
         found, packed = self.code_retriever.retrieve_per_hit(
             query_bundle.query_str, self.k, self.max_context_tokens, expand_context=self.expand_context,
             multi_stage=self.multi_stage,
@@ -257,22 +248,11 @@ class CodeParentRetriever(BaseRetriever):
         )
 
     def _files_of(self, documents: Iterable[BaseNode], taken: Mapping[str, str]) -> dict[str, str]:
-        files: dict[str, str] = {}
-        for i, doc in enumerate(documents):
-            key = path_of(doc.metadata or {}) or f"document-{i}"
-            text = doc.get_content()
-            if files.get(key, text) != text or taken.get(key, text) != text:
-                msg = (
-                    f"two different documents have the path {key!r}; pass one Document per file (whole files, as "
-                    "SimpleDirectoryReader returns them), not chunks"
-                )
-                raise ConfigurationError(msg)
-            files[key] = text
+        docs = list(documents)
+        files, keys = whole_files(((path_of(d.metadata or {}), d.get_content()) for d in docs), taken,
+                                  "SimpleDirectoryReader and other readers")
+        for key, doc in zip(keys, docs):
             self._sources[key] = RelatedNodeInfo(node_id=doc.node_id, metadata=dict(doc.metadata or {}))
         return files
 
 
-def _check_positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        msg = f"{name} must be a positive integer, got {value!r}"
-        raise ConfigurationError(msg)
