@@ -348,14 +348,20 @@ class Engine:
         pending: list[Any] = []
         attach = ctx.spec.attach_forward
         comments = ctx.spec.comment_types
+        wrapped = ctx.wrapped
+        defs = ctx.defs
         for child in node.children:
-            if child.end_byte == child.start_byte:
+            start = child.start_byte
+            end = child.end_byte
+            if end == start:
                 continue
-            info = None if child.id in ctx.wrapped else ctx.defs.get(child.id)
+            cid = child.id
+            info = None if cid in wrapped else defs.get(cid)
+            ctype = child.type
             if info is not None and pending:
                 # Keep the attached run only back to the last blank line.
                 keep = len(pending)
-                nxt = child.start_byte
+                nxt = start
                 while keep > 0 and data.count(b"\n", pending[keep - 1].end_byte, nxt) <= 1:
                     keep -= 1
                     nxt = pending[keep].start_byte
@@ -364,19 +370,19 @@ class Engine:
                 items.append((pending[keep:] + [child], info))
                 pending = []
                 continue
-            if pending and info is None and child.type not in attach:
+            if pending and info is None and ctype not in attach:
                 items.extend(([p], None) for p in pending)
                 pending = []
             if items and not pending and info is None and (
-                child.type in comments or not child.is_named or child.end_byte - child.start_byte <= _TRAILING_BYTES
+                ctype in comments or end - start <= _TRAILING_BYTES or not child.is_named
             ):
                 prev_nodes, _ = items[-1]
-                if b"\n" not in data[prev_nodes[-1].end_byte : child.start_byte]:
+                if data.find(b"\n", prev_nodes[-1].end_byte, start) < 0:
                     # A comment, a punctuation token or a token-sized statement (`;`) on the same line as the code
                     # before it belongs to that code.
                     prev_nodes.append(child)
                     continue
-            if child.type in attach:
+            if ctype in attach:
                 pending.append(child)
                 continue
             items.append(([child], info))
