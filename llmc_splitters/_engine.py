@@ -530,6 +530,8 @@ class Engine:
         ranges, so that its nodes carry the file's own offsets. ``None`` when the language is unknown."""
         content = next((c for c in node.children if c.type == inj.content_type), None)
         language = inj.language
+        if inj.language_attribute is not None:
+            language = self._attribute(node, inj.language_attribute) or language
         if language is None and inj.language_child is not None:
             info_node = next((c for c in node.children if c.type == inj.language_child), None)
             if info_node is not None:
@@ -554,6 +556,17 @@ class Engine:
         finally:
             parser.included_ranges = []
         return sub_spec, content, tree, self.context_for(sub_spec, tree.root_node)
+
+    def _attribute(self, element: Any, name: str) -> str | None:
+        """The value of attribute ``name`` on ``element``'s start tag (HTML, Vue, Svelte), or ``None``."""
+        tag = next((c for c in element.children if c.type == "start_tag"), None)
+        for attr in tag.children if tag is not None else ():
+            if attr.type != "attribute" or attr.named_child_count < 2:
+                continue
+            key, value = attr.named_children[0], attr.named_children[1]
+            if self.text(key.start_byte, key.end_byte).strip().lower() == name:
+                return self.text(value.start_byte, value.end_byte).strip().strip("\"'").strip() or None
+        return None
 
     def scan_injections(self, root: Any, spec: LanguageSpec) -> None:
         """Parse every embedded block of a document once, so that the definitions inside fences that stay whole

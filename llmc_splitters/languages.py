@@ -21,13 +21,16 @@ class Injection:
 
     Attributes:
         content_type: Child node type holding the embedded code.
-        language: Fixed language of the content, or ``None`` to read it from ``language_child``.
+        language: Language of the content when nothing names another one (or ``None``).
         language_child: Child node type whose text names the language (a fence's info string).
+        language_attribute: Attribute of the element's start tag that names the language, when present
+            (``<script lang="ts">``); its value wins over ``language``.
     """
 
     content_type: str
     language: str | None = None
     language_child: str | None = None
+    language_attribute: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,21 +138,20 @@ SPECS: dict[str, LanguageSpec] = {
         extensions=(".html", ".htm", ".xhtml"),
         attach_forward=frozenset({"comment"}),
         injections={
-            "script_element": Injection("raw_text", language="javascript"),
-            "style_element": Injection("raw_text", language="css"),
+            "script_element": Injection("raw_text", language="javascript", language_attribute="lang"),
+            "style_element": Injection("raw_text", language="css", language_attribute="lang"),
         },
         root_kind="document",
     ),
-    # Single-file components: the same script/style elements as HTML (a `lang="ts"` script is still parsed as
-    # JavaScript, which tolerates most TypeScript with local errors; reading the attribute needs the engine).
+    # Single-file components: the same script/style elements as HTML.
     "vue": LanguageSpec(
         name="vue",
         grammar="vue",
         extensions=(".vue",),
         attach_forward=frozenset({"comment"}),
         injections={
-            "script_element": Injection("raw_text", language="javascript"),
-            "style_element": Injection("raw_text", language="css"),
+            "script_element": Injection("raw_text", language="javascript", language_attribute="lang"),
+            "style_element": Injection("raw_text", language="css", language_attribute="lang"),
         },
         root_kind="document",
     ),
@@ -159,8 +161,8 @@ SPECS: dict[str, LanguageSpec] = {
         extensions=(".svelte",),
         attach_forward=frozenset({"comment"}),
         injections={
-            "script_element": Injection("raw_text", language="javascript"),
-            "style_element": Injection("raw_text", language="css"),
+            "script_element": Injection("raw_text", language="javascript", language_attribute="lang"),
+            "style_element": Injection("raw_text", language="css", language_attribute="lang"),
         },
         root_kind="document",
     ),

@@ -191,3 +191,56 @@ def test_components_chunk_script_as_javascript_and_style_as_css(name, text):
     assert first.start_line == line_of(text, f"function {fn}(")
     style_start = text.index("<style")
     assert {s.language for s in tree.leaves if s.start_char >= style_start} == {"css"}
+
+
+TS_COMPONENT = """<template>
+  <div class="card">{{ label }}</div>
+</template>
+
+<script setup lang="ts">
+import { computed } from "vue";
+
+interface Reading {
+  station: string;
+  level: number;
+}
+
+const props = defineProps<{ reading: Reading }>();
+
+function describe(r: Reading): string {
+  const rounded: number = Math.round(r.level * 100) / 100;
+  return `${r.station}: ${rounded} m above chart datum, measured ${new Date().toISOString()}`;
+}
+
+const label = computed<string>(() => describe(props.reading));
+</script>
+
+<style scoped lang="scss">
+.card {
+  .title { font-weight: bold; }
+}
+</style>
+"""
+
+
+@pytest.mark.parametrize("budget", [24, 48])
+def test_lang_attribute_picks_the_embedded_language(budget, cl100k):
+    # <script lang="ts"> is TypeScript (its interface is a definition of its own), <style lang="scss"> is SCSS.
+    # Before the attribute was read, the script was parsed as JavaScript: no interface, syntax errors.
+    tree = ASTChunker(max_tokens=budget).chunk_tree(TS_COMPONENT, path="Reading.vue")
+    assert_valid_spans(TS_COMPONENT, tree.leaves, budget, cl100k.count)
+    script = element_range(TS_COMPONENT, "script")
+    style = element_range(TS_COMPONENT, "style")
+    assert {s.language for s in covering(tree.leaves, *script)} == {"typescript"}
+    # The style fits: one markup leaf that records the language of the code it holds.
+    assert {s.metadata.get("code_language") for s in covering(tree.leaves, *style)} == {"scss"}
+    interface = [s for s in tree.leaves if s.name == "Reading"]
+    assert [s.kind for s in interface] == ["interface"]
+    assert interface[0].start_line == line_of(TS_COMPONENT, "interface Reading")
+    assert any(s.name == "describe" and s.kind == "function" for s in tree.spans)
+
+
+def test_script_without_lang_stays_javascript():
+    page = '<script type="module">\nexport function twice(n) {\n  return n * 2;\n}\n</script>\n'
+    spans = ASTChunker(max_tokens=16).chunk(page, language="html")
+    assert {s.language for s in spans if "twice" in s.text} == {"javascript"}
