@@ -56,7 +56,9 @@ class ASTChunker:
             the binding's progress-callback timeout crashes the interpreter in py-tree-sitter 0.26 and is not used).
             A parse that recovers into a syntax error with thousands of direct children (a file of unbalanced
             brackets) is chunked without queries, which would take quadratic time on it
-            (``metadata["degraded"] == "wide_error"``).
+            (``metadata["degraded"] == "wide_error"``). A code file over 1 MB is parsed and chunked in windows cut
+            at top-level boundaries, one syntax tree at a time, which bounds memory (the file span records
+            ``metadata["windows"]``).
         errors: Decoding policy for ``bytes`` input: ``"fallback"`` (UTF-8, else cp1252/Latin-1, recorded in
             metadata) or ``"strict"`` (raise :class:`UndecodableInputError`). See :mod:`llmc_splitters.inputs`.
         analyze: Also record what retrieval needs, from the same parse: the file span's ``imports`` and
@@ -253,15 +255,15 @@ class _Run:
             nodes = root.children
             # Under a root that is itself an error, its unnamed children are the stray tokens.
             broken = [c.has_error or (root.is_error and not c.is_named) for c in nodes]
-            cut = _start_with_comments(nodes, broken.index(True) if True in broken else len(nodes), hi, data, lo, attach)
-            grow = False
-            if cut == lo and broken and broken[-1]:
+            tail_broken = bool(broken) and broken[-1]
+            cut = _start_with_comments(nodes, broken.index(True) if True in broken else len(nodes), hi, data, lo,
+                                       attach)
+            if cut == lo and tail_broken:  # the error is in the first node: end before the last one
                 cut = _start_with_comments(nodes, len(nodes) - 1, hi, data, lo, attach)
-                grow = cut == lo and size < _WINDOW_GROWTH * _WINDOW_BYTES
-            elif cut == lo:
+            elif cut == lo:  # no error after the first node: only keep comments with the code below the cut
                 cut = _start_with_comments(nodes, len(nodes), hi, data, lo, attach)
             del root, nodes
-            if grow:
+            if cut == lo and tail_broken and size < _WINDOW_GROWTH * _WINDOW_BYTES:
                 del tree  # freed before the longer window is parsed
                 size *= 2
                 continue
