@@ -323,15 +323,14 @@ class Engine:
             self.all_defs.append(info)
 
     # ----------------------------------------------------------------- splitting
-    def run(self, root: Any, spec: LanguageSpec) -> tuple[Scope, list[Unit]]:
-        """Split the whole file into units (in file order) and return the file scope with them."""
+    def run(self, root: Any, spec: LanguageSpec, file_scope: Scope, lo: int, hi: int) -> list[Unit]:
+        """Split the bytes ``[lo, hi)`` of the file (the whole file, or a window of it), parsed as ``root``, into
+        units of ``file_scope``, in file order."""
         ctx = self.context_for(spec, root)
         self.scan_injections(root, spec)
-        file_scope = Scope(kind=spec.root_kind, name=None, start=0, end=len(self.data), parent=None, spec=spec)
-        self.scopes.append(file_scope)
         units: list[Unit] = []
         # Work stack, processed last-in-first-out; pushing children reversed keeps file order.
-        stack: list[tuple[Any, ...]] = [("expand", root, 0, len(self.data), file_scope, ctx)]
+        stack: list[tuple[Any, ...]] = [("expand", root, lo, hi, file_scope, ctx)]
         while stack:
             task = stack.pop()
             if task[0] == "unit":
@@ -339,7 +338,7 @@ class Engine:
                 continue
             _, node, lo, hi, scope, cx = task
             stack.extend(reversed(self._expand(node, lo, hi, scope, cx)))
-        return file_scope, units
+        return units
 
     def _items(self, node: Any, ctx: Context) -> list[tuple[list[Any], DefInfo | None]]:
         """Children of ``node`` grouped: leading comments/decorators join the definition right below them."""
@@ -749,14 +748,28 @@ class Engine:
         return None
 
 
-def parse(data: bytes, grammar: str) -> Any:
-    """Parse ``data`` with the calling thread's parser for ``grammar``.
+def parse(data: bytes, grammar: str, window: tuple[int, int] | None = None) -> Any:
+    """Parse ``data`` with the calling thread's parser for ``grammar``; only its bytes ``[lo, hi)`` when a
+    ``window`` is given (through tree-sitter's included ranges, so that the nodes keep the file's offsets).
 
     NOTE: always from a bytestring. py-tree-sitter 0.26 ignores ``progress_callback`` for bytes and crashes the
     interpreter when the callback fires with a read-callback source, so parse time is bounded by the input size.
     """
     load_language(grammar)
-    return get_parser(grammar).parse(data)
+    parser = get_parser(grammar)
+    if window is None:
+        return parser.parse(data)
+    import tree_sitter
+
+    def point(pos: int) -> Any:
+        return tree_sitter.Point(data.count(b"\n", 0, pos), pos - data.rfind(b"\n", 0, pos) - 1)
+
+    lo, hi = window
+    parser.included_ranges = [tree_sitter.Range(point(lo), point(hi), lo, hi)]
+    try:
+        return parser.parse(data)
+    finally:
+        parser.included_ranges = []
 
 
 def wide_error(root: Any) -> bool:

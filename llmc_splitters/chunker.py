@@ -16,6 +16,16 @@ from .span import Span, SpanTree, _span_id_of_bytes
 from .tokens import Tokenizer, resolve_tokenizer
 
 _MAX_NAME = 200
+# A code file bigger than this is parsed and chunked in windows, one tree at a time: a tree-sitter tree takes
+# about 45 times the size of its source in memory (a 5 MB file's tree, 230 MB).
+_WINDOW_BYTES = 1 << 20
+_WINDOW_GROWTH = 4
+# Likely top-level boundaries: a line at column 0 that does not close a bracket, continue a statement or start with
+# `#` (a comment may sit at column 0 inside a Python block, a directive inside a C function), after a blank line
+# when there is one within a window's size.
+_CUT = rb"\n(?=[^\s)\]}#])(?!(?:else|elif|elsif|except|finally|catch|rescue|ensure|end)\b)"
+_CUT_AFTER_BLANK = re.compile(rb"\n[ \t\r\f\v]*" + _CUT)
+_CUT_ANY = re.compile(_CUT)
 _UNSAFE_FOR_PARSER = re.compile("[\ud800-\udfff\U000e0000-\U0010ffff]")
 
 
@@ -46,7 +56,9 @@ class ASTChunker:
             the binding's progress-callback timeout crashes the interpreter in py-tree-sitter 0.26 and is not used).
             A parse that recovers into a syntax error with thousands of direct children (a file of unbalanced
             brackets) is chunked without queries, which would take quadratic time on it
-            (``metadata["degraded"] == "wide_error"``).
+            (``metadata["degraded"] == "wide_error"``). A code file over 1 MB is parsed and chunked in windows cut
+            at top-level boundaries, one syntax tree at a time, which bounds memory (the file span records
+            ``metadata["windows"]``).
         errors: Decoding policy for ``bytes`` input: ``"fallback"`` (UTF-8, else cp1252/Latin-1, recorded in
             metadata) or ``"strict"`` (raise :class:`UndecodableInputError`). See :mod:`llmc_splitters.inputs`.
         analyze: Also record what retrieval needs, from the same parse: the file span's ``imports`` and
@@ -171,35 +183,108 @@ class _Run:
                                spec=self.spec)
             leaves = self._plain(root_scope, fallback.TEXT_LEVELS)
             return self._assemble(root_scope, leaves, [root_scope])
-        reason = "too_large" if len(eng.data) > self.chunker.max_file_bytes else None
-        tree = None if reason else parse(eng.data, self.spec.grammar)
-        if tree is None:
-            root_scope = Scope(kind=self.spec.root_kind, name=None, start=0, end=len(self.data), parent=None,
-                               spec=self.spec, meta={"fallback": reason})
+        root_scope = Scope(kind=self.spec.root_kind, name=None, start=0, end=len(self.data), parent=None,
+                           spec=self.spec)
+        if len(eng.data) > self.chunker.max_file_bytes:
+            root_scope.meta["fallback"] = "too_large"
             leaves = self._plain(root_scope, fallback.CODE_LEVELS)
             for leaf in leaves:
-                leaf.meta.setdefault("fallback", reason)
+                leaf.meta.setdefault("fallback", "too_large")
             return self._assemble(root_scope, leaves, [root_scope])
-        root_scope, units = eng.run(tree.root_node, self.spec)
-        leaves = eng.merge(units)
-        self._label(leaves)
+        eng.scopes.append(root_scope)
+        leaves = []
+        lo = windows = 0
+        while lo < len(eng.data):
+            lo = self._window(root_scope, lo, leaves)
+            windows += 1
         if eng.wide_error:
             root_scope.meta["degraded"] = "wide_error"
-        if self.chunker.analyze and self.spec.root_kind == "module" and not eng.wide_error:
-            self._analyze(tree.root_node, root_scope, leaves, eng.scopes)
+        if windows > 1:
+            root_scope.meta["windows"] = windows
         return self._assemble(root_scope, leaves, eng.scopes)
 
-    def _analyze(self, root: Any, root_scope: Scope, leaves: list[Leaf], scopes: list[Scope]) -> None:
+    def _window(self, root_scope: Scope, lo: int, leaves: list[Leaf]) -> int:
+        """Parse and chunk the window of the file that starts at ``lo`` (the whole file unless it is a big code
+        file, see :data:`_WINDOW_BYTES`), append its leaves to ``leaves`` and return where it ends.
+
+        Everything that reads syntax nodes (labels, analysis, the signatures of split definitions) is done here,
+        and then every reference to a node is dropped, so that the window's tree is freed before the next parse.
+        """
+        eng = self.engine
+        tree, hi = self._parse_window(lo)
+        scopes, defs = len(eng.scopes), len(eng.all_defs)
+        window = eng.merge(eng.run(tree.root_node, self.spec, root_scope, lo, hi))
+        self._label(window)
+        if self.chunker.analyze and self.spec.root_kind == "module" and not eng.wide_error:
+            self._analyze(tree.root_node, root_scope, window, eng.scopes[scopes:], first=lo == 0)
+        for sc in eng.scopes[scopes:]:
+            sc.meta.pop("_tree", None)
+            if sc.info is not None:
+                if "signature" not in sc.meta:
+                    sc.meta["signature"] = self._signature(sc.info)
+                for k, v in self._def_meta(sc.info).items():
+                    sc.meta.setdefault(k, v)
+        for info in eng.all_defs[defs:]:
+            info.node = info.outer = None
+        for leaf in window:
+            leaf.units = []
+        leaves.extend(window)
+        return hi
+
+    def _parse_window(self, lo: int) -> tuple[Any, int]:
+        """The tree of the window that starts at ``lo``, and where the window ends.
+
+        A small file, or prose, is one window. A big code file is cut at the first likely top-level boundary
+        :data:`_WINDOW_BYTES` past ``lo``, then checked on its tree. A syntax error may mean the cut went through a
+        construct (a string, a block with lines at column 0), so the window ends before the first top-level node
+        that holds one (the next window starts with it); if that is the window's first node, before its last node
+        when that one holds an error; and if that is the first node too (a construct longer than the window), the
+        window doubles, up to :data:`_WINDOW_GROWTH` times. An error that remains is the file's own. The comments
+        right above a cut (no blank line between) stay with the code below it.
+        """
+        data, grammar, attach = self.engine.data, self.spec.grammar, self.spec.attach_forward
+        if len(data) <= _WINDOW_BYTES or self.spec.prose:
+            return parse(data, grammar), len(data)
+        size = _WINDOW_BYTES
+        while True:
+            hi = _next_cut(data, lo + size)
+            tree = parse(data, grammar, (lo, hi))
+            if hi == len(data):
+                return tree, hi
+            root = tree.root_node
+            nodes = root.children
+            # Under a root that is itself an error, its unnamed children are the stray tokens.
+            broken = [c.has_error or (root.is_error and not c.is_named) for c in nodes]
+            tail_broken = bool(broken) and broken[-1]
+            cut = _start_with_comments(nodes, broken.index(True) if True in broken else len(nodes), hi, data, lo,
+                                       attach)
+            if cut == lo and tail_broken:  # the error is in the first node: end before the last one
+                cut = _start_with_comments(nodes, len(nodes) - 1, hi, data, lo, attach)
+            elif cut == lo:  # no error after the first node: only keep comments with the code below the cut
+                cut = _start_with_comments(nodes, len(nodes), hi, data, lo, attach)
+            del root, nodes
+            if cut == lo and tail_broken and size < _WINDOW_GROWTH * _WINDOW_BYTES:
+                del tree  # freed before the longer window is parsed
+                size *= 2
+                continue
+            if not lo < cut < hi:
+                return tree, hi
+            del tree  # freed before the shorter window is parsed
+            return parse(data, grammar, (lo, cut)), cut
+
+    def _analyze(self, root: Any, root_scope: Scope, leaves: list[Leaf], scopes: list[Scope], first: bool) -> None:
         from . import analysis
 
         grammar = self.spec.grammar
         data = self.engine.data
-        root_scope.meta["imports"] = [i.to_dict() for i in analysis.file_imports(root, data, grammar)]
-        root_scope.meta["module_names"] = [i.to_dict() for i in analysis.module_names(root, data, grammar)]
-        doc = analysis._py_docstring(root) if grammar == "python" else None
-        root_scope.meta["module_docstring"] = (
-            data[doc.start_byte : doc.end_byte].decode("utf-8", "replace").strip("\"'rRbBuU \n") if doc else ""
-        )
+        meta = root_scope.meta
+        meta.setdefault("imports", []).extend(i.to_dict() for i in analysis.file_imports(root, data, grammar))
+        meta.setdefault("module_names", []).extend(i.to_dict() for i in analysis.module_names(root, data, grammar))
+        if first:
+            doc = analysis._py_docstring(root) if grammar == "python" else None
+            meta["module_docstring"] = (
+                data[doc.start_byte : doc.end_byte].decode("utf-8", "replace").strip("\"'rRbBuU \n") if doc else ""
+            )
         for leaf in leaves:
             if leaf.scope.spec is not self.spec:
                 continue  # embedded code of another language
@@ -434,10 +519,7 @@ class _Run:
         for sc in scopes:
             parent = scope_span[id(sc.parent)].id if sc.parent is not None else None
             depth[id(sc)] = 0 if sc.parent is None else depth[id(sc.parent)] + 1
-            meta = {k: v for k, v in sc.meta.items() if not k.startswith("_")}
-            if sc.info is not None:
-                meta.setdefault("signature", self._signature(sc.info))
-                meta.update({k: v for k, v in self._def_meta(sc.info).items() if k not in meta})
+            meta = dict(sc.meta)
             if sc.parent is None and path:
                 meta["path"] = path
             meta["token_count_is_sum_of_leaves"] = True
@@ -473,6 +555,25 @@ class _Run:
             (d.start, d.end, {"name": d.qname, "kind": d.kind, "start_line": d.start_line, "end_line": d.end_line})
             for d in defs
         ]
+
+
+def _next_cut(data: bytes, pos: int) -> int:
+    """The first likely top-level boundary after ``pos`` (the end of ``data`` when there is none)."""
+    m = _CUT_AFTER_BLANK.search(data, pos, pos + _WINDOW_BYTES) or _CUT_ANY.search(data, pos)
+    return m.end() if m else len(data)
+
+
+def _start_with_comments(nodes: list[Any], i: int, end: int, data: bytes, lo: int, attach: frozenset[str]) -> int:
+    """Where the top-level node ``nodes[i]`` (the window's ``end`` when ``i == len(nodes)``) starts, with the comments
+    attached above it (no blank line between) and its line's indentation; ``lo`` when that is the window's start."""
+    pos = nodes[i].start_byte if i < len(nodes) else end
+    while i > 0 and nodes[i - 1].type in attach and data.count(b"\n", nodes[i - 1].end_byte, pos) <= 1:
+        i -= 1
+        pos = nodes[i].start_byte
+    if i == 0:
+        return lo
+    line = data.rfind(b"\n", lo, pos) + 1
+    return line if line > lo and not data[line:pos].strip() else pos
 
 
 def _inside(symbols: list[tuple[int, int, dict[str, Any]]], start: int, end: int) -> list[dict[str, Any]]:
