@@ -392,7 +392,7 @@ def nws_per_token(files: list[SourceFile]) -> dict[str, float]:
 
 
 def all_chunkers(budget: int, queries: list[Query], tune_files: list[SourceFile],
-                 header_reserve: int = 32, include_ours: bool = True) -> tuple[list[ChunkerSpec], list[str]]:
+                 header_reserve: int = 16, include_ours: bool = True) -> tuple[list[ChunkerSpec], list[str]]:
     """Every chunker of the benchmark, and the notes of those that could not be built."""
     specs: list[ChunkerSpec] = [make_fixed(budget, 0.0), make_fixed(budget, 0.15)]
     missing: list[str] = []

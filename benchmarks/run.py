@@ -34,7 +34,7 @@ CHUNK_TOKENS = 256
 class Settings:
     chunk_tokens: int = CHUNK_TOKENS
     budgets: tuple[int, ...] = BUDGETS
-    header_reserve: int = 32
+    header_reserve: int = 16
     dense: bool = True
     throughput_repeats: int = 2
     memory_mb: float = 5.0

@@ -42,6 +42,8 @@ _WIDE_ERROR_CHILDREN = 2000
 _WIDE_ERROR_VISITS = 500_000
 # A named node this small on the same line as the code before it joins that code (`};`).
 _TRAILING_BYTES = 2
+# A packed group under budget / this many tokens joins a neighbouring group of its run when the join fits.
+_SMALL_LEAF_DIV = 8
 
 
 @dataclass(slots=True)
@@ -675,49 +677,109 @@ class Engine:
             else:
                 nxt = cats[k]
         paragraphs = run[0].scope.spec.paragraph_groups
+        comments = run[0].scope.spec.comment_types
         groups: list[list[Unit]] = []
+        hard: list[bool] = []  # hard[g]: group g starts at a change of category (never joined to the one before)
         group: list[Unit] = []
+        group_hard = False
         total = 0
         budget = self.budget
         for k, u in enumerate(run):
             t = self.estimate(u.start, u.end)
-            breaks = bool(group) and (cats[k] != cats[k - 1])
+            cat_break = bool(group) and (cats[k] != cats[k - 1])
+            breaks = cat_break
             if group and not breaks and paragraphs and self._blank_before(u.start) and total >= budget // 4:
                 breaks = True
+            if group and not breaks and budget < total + t <= budget + budget // 4:
+                # Near the budget the estimate decides where a leaf ends: count exactly (a wrong "over" leaves a
+                # small leaf behind, e.g. a function's closing brace).
+                joined = self.count(group[0].start, u.end)
+                if joined <= budget:
+                    t = joined - total
             if group and not breaks and total + t > budget:
                 # Prefer to end the group at its last blank line (if that keeps at least half of it), else at a
-                # line start rather than inside a line.
+                # line start rather than inside a line; only when what is carried over then fits with ``u``
+                # (a cut that leaves the carried units alone only adds a small leaf).
                 cut = self._last_blank(group, total)
                 if cut is None and not self._line_start(u.start):
                     cut = next((m for m in range(len(group) - 1, 0, -1) if self._line_start(group[m].start)), None)
+                if cut is None:
+                    # Comments right above ``u`` go with it.
+                    m = len(group)
+                    while m > 1 and group[m - 1].node_type in comments:
+                        m -= 1
+                    cut = m if m < len(group) else None
                 if cut is not None:
-                    groups.append(group[:cut])
-                    group = group[cut:]
-                    total = sum(self.estimate(x.start, x.end) for x in group)
+                    rest = sum(self.estimate(x.start, x.end) for x in group[cut:])
+                    if rest + t <= budget:
+                        groups.append(group[:cut])
+                        hard.append(group_hard)
+                        group, group_hard, total = group[cut:], False, rest
                 if group and total + t > budget:
                     breaks = True
             if breaks:
                 groups.append(group)
-                group, total = [], 0
+                hard.append(group_hard)
+                group, group_hard, total = [], cat_break, 0
             group.append(u)
             total += t
         if group:
             groups.append(group)
-        # Counts are not exactly additive across joins: make sure every packed group really fits.
+            hard.append(group_hard)
+        # Counts are not exactly additive across joins: make sure every packed group really fits. What a group
+        # sheds joins the next group when that fits (same category), so that it does not become a leaf of its own.
         out: list[list[Unit]] = []
-        for g in groups:
+        out_hard: list[bool] = []
+        carry: list[Unit] = []
+        for g, h in zip(groups, hard):
+            if carry:
+                if not h and self.count(carry[0].start, g[-1].end) <= budget:
+                    g = carry + g
+                else:
+                    for x in self._pack_exact(carry):
+                        out.append(x)
+                        out_hard.append(False)
+                carry = []
             if len(g) > 1 and self.count(g[0].start, g[-1].end) > budget:
-                out.extend(self._settle(g))
+                head, carry = self._shed(g)
+                out.append(head)
             else:
                 out.append(g)
-        return out
+            out_hard.append(h)
+        for x in self._pack_exact(carry):
+            out.append(x)
+            out_hard.append(False)
+        return self._absorb_small(out, out_hard)
 
-    def _settle(self, head: list[Unit]) -> list[list[Unit]]:
-        """Shrink ``head`` from the right until it fits; what falls off is packed again by exact counts."""
+    def _absorb_small(self, groups: list[list[Unit]], hard: list[bool]) -> list[list[Unit]]:
+        """A small group (a closing brace, the last statement after a blank line) joins the group before it, or
+        else the one after it, when they are of the same category and the join fits the budget."""
+        small = max(1, self.budget // _SMALL_LEAF_DIV)
+        k = 0
+        while k < len(groups) and len(groups) > 1:
+            g = groups[k]
+            if self.count(g[0].start, g[-1].end) >= small:
+                k += 1
+                continue
+            if k > 0 and not hard[k] and self.count(groups[k - 1][0].start, g[-1].end) <= self.budget:
+                groups[k - 1] = groups[k - 1] + g
+                del groups[k], hard[k]
+                continue
+            if k + 1 < len(groups) and not hard[k + 1] and self.count(g[0].start, groups[k + 1][-1].end) <= self.budget:
+                groups[k + 1] = g + groups[k + 1]
+                hard[k + 1] = hard[k]
+                del groups[k], hard[k]
+                continue
+            k += 1
+        return groups
+
+    def _shed(self, group: list[Unit]) -> tuple[list[Unit], list[Unit]]:
+        """Shrink ``group`` from the right until it fits: (what fits, what fell off)."""
+        head = list(group)
         tail: list[Unit] = []
         while len(head) > 1 and self.count(head[0].start, head[-1].end) > self.budget:
             tail.insert(0, head.pop())
-        return [head, *self._pack_exact(tail)] if tail else [head]
+        return head, tail
 
     def _pack_exact(self, units: list[Unit]) -> list[list[Unit]]:
         groups: list[list[Unit]] = []

@@ -4,6 +4,11 @@ A header says where the span comes from (path, breadcrumb) and, for a piece of a
 of the definitions it sits in, so that the piece can be understood alone. The header never enters the lossless
 leaf ``text``; it lives only in the text given to an embedding model or a lexical index, and the header plus the
 span always fit the token budget: a header that does not fit loses its context lines first, then is dropped.
+
+Chunk at ``budget - reserve`` tokens so that spans leave room for a header. The reserve costs chunk size: every
+definition between ``budget - reserve`` and ``budget`` tokens is split. In the repository's benchmark (256-token
+chunks) a reserve of 16 gave the same BM25 gains as 32 and fewer split definitions for dense retrieval; the path line
+alone usually fits 16 tokens, and a piece that leaves more room also gets its enclosing signatures.
 """
 
 from __future__ import annotations

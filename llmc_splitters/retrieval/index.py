@@ -899,7 +899,22 @@ class CodeIndex:
             where = {"$and": [{"role": role}, {"path": {"$in": list(paths)}}]}
         got = self.store.query(qvec, n if allowed is None else max(n, len(allowed)), where=where)
         out = [(i, s) for i, s in got if i in self._entries and (allowed is None or i in allowed)]
-        return out[:n]
+        # A run of equal scores (e.g. many records at similarity 0) in file order, whatever order the store returned
+        # it in, so that the ranking does not depend on the store (rounded: stores compute in float32 or float64).
+        # The store's order is kept otherwise (a score may be a distance).
+        def file_order(rid: str) -> tuple[str, int, str]:
+            e = self._entries[rid]
+            return e.path, e.meta.get("start_byte", 0), rid
+
+        tied: list[tuple[str, float]] = []
+        for k, (rid, score) in enumerate(out):
+            if k + 1 < len(out) and round(out[k + 1][1], 6) == round(score, 6):
+                continue
+            j = k
+            while j > 0 and round(out[j - 1][1], 6) == round(score, 6):
+                j -= 1
+            tied.extend(sorted(out[j : k + 1], key=lambda r: file_order(r[0])))
+        return tied[:n]
 
     def search(
         self,
