@@ -33,7 +33,6 @@ from .languages import LanguageSpec, generic_definition_kind, get_spec, normaliz
 from .tokens import TiktokenTokenizer, Tokenizer
 
 _CLASS_LIKE = frozenset({"class", "interface", "enum", "module", "struct", "trait", "impl", "namespace", "type"})
-_BLANK_BEFORE = re.compile(rb"\n[ \t\r\f\v]*\n[ \t\f\v]*$")
 _LINE_HAS_CODE = re.compile(rb"[ \t\f\v]*[^\s]")
 # A node this many times larger than the budget (in bytes) is over budget without counting (tiktoken only).
 _SURELY_OVER_BYTES_PER_TOKEN = 24
@@ -797,7 +796,9 @@ class Engine:
         return pos == 0 or self.data[pos - 1 : pos] == b"\n"
 
     def _blank_before(self, pos: int) -> bool:
-        return bool(_BLANK_BEFORE.search(self.data, max(0, pos - 256), pos))
+        # A line break, blank space, a line break, then only indentation up to pos (within 256 bytes).
+        head = self.data[max(0, pos - 256) : pos].rstrip(b" \t\f\v")
+        return head.endswith(b"\n") and head[:-1].rstrip(b" \t\r\f\v").endswith(b"\n")
 
     def _last_blank(self, group: list[Unit], total: int) -> int | None:
         acc = total
