@@ -116,7 +116,12 @@ def _index_probe(n_files: int, embedding: str, trace: bool) -> dict[str, float |
         warm = Path(tmp) / "warm"
         warm.mkdir()
         (warm / "w.py").write_text("def f():\n    return 1\n")
-        CodeRetriever(embedding=emb).index_directory(warm)  # warm-up: grammar, tokenizer, chromadb, bm25s loaded
+        # Warm-up (grammar, tokenizer, chromadb, bm25s loaded) in a collection of its own, deleted after: in-memory
+        # Chroma clients share one store per process.
+        warm_up = CodeRetriever(embedding=emb, collection="llmc-index-probe-warmup")
+        warm_up.index_directory(warm)
+        warm_up.index.store.client.delete_collection("llmc-index-probe-warmup")
+        del warm_up
         if trace:
             import tracemalloc
 
