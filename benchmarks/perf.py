@@ -1,8 +1,10 @@
-"""Throughput against the parse+encode floor, and peak memory on a generated 5 MB file (in a subprocess).
+"""Throughput against the parse+encode floor, peak memory on a generated 5 MB file, and peak memory of indexing a
+tree of N files (each in a subprocess).
 
 Run as a module to measure memory in a fresh process::
 
     python -m benchmarks.perf --target llmc --mb 5
+    python -m benchmarks.perf --target index --files 1000
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import json
 import resource
 import subprocess
 import sys
+import sysconfig
 import time
+from pathlib import Path
 
 from .corpus import SourceFile, get_parser, parser_language
 
@@ -81,6 +85,71 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
 
 
+def index_tree(dest: Path, n_files: int, max_bytes: int = 30_000) -> int:
+    """Write ``n_files`` real source files under ``dest``: standard-library modules (2 KB to ``max_bytes``, sorted by
+    name, cycled) each in its own directory ``pNNNNN/``, so every copy is a distinct file to the index. Returns the
+    bytes written."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    mods = [p for p in sorted(stdlib.glob("*.py")) if 2_000 <= p.stat().st_size <= max_bytes]
+    texts = [(p.name, p.read_bytes()) for p in mods]
+    total = 0
+    for i in range(n_files):
+        name, data = texts[i % len(texts)]
+        d = dest / f"p{i:05d}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / name).write_bytes(data)
+        total += len(data)
+    return total
+
+
+def _index_probe(n_files: int, embedding: str, trace: bool) -> dict[str, float | str | int]:
+    """Index a generated tree of ``n_files`` files into a fresh embedded Chroma store; peak RSS and time."""
+    import tempfile
+
+    from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding
+
+    with tempfile.TemporaryDirectory(prefix="llmc-index-probe-") as tmp:
+        src = Path(tmp) / "src"
+        nbytes = index_tree(src, n_files)
+        emb = HashingEmbedding(256) if embedding == "hashing" else None
+        retriever = CodeRetriever(path=str(Path(tmp) / "db"), embedding=emb)
+        warm = Path(tmp) / "warm"
+        warm.mkdir()
+        (warm / "w.py").write_text("def f():\n    return 1\n")
+        # Warm-up (grammar, tokenizer, chromadb, bm25s loaded) in a collection of its own, deleted after: in-memory
+        # Chroma clients share one store per process.
+        warm_up = CodeRetriever(embedding=emb, collection="llmc-index-probe-warmup")
+        warm_up.index_directory(warm)
+        warm_up.index.store.client.delete_collection("llmc-index-probe-warmup")
+        del warm_up
+        if trace:
+            import tracemalloc
+
+            tracemalloc.start()
+        base = _rss_mb()
+        peak_before = _peak_mb()
+        t0 = time.perf_counter()
+        report = retriever.index_directory(src)
+        dt = time.perf_counter() - t0
+        peak = _peak_mb()
+        traced = tracemalloc.get_traced_memory()[1] / 1e6 if trace else None
+        after = _rss_mb()
+        records = retriever.index.store.count()
+        t1 = time.perf_counter()
+        retriever.search("parse the header of a message", k=4)
+        first_query = time.perf_counter() - t1
+        peak_query = _peak_mb()
+    out: dict[str, float | str | int] = {
+        "target": "index", "files": n_files, "bytes": nbytes, "embedding": embedding, "seconds": dt,
+        "rss_before_mb": base, "peak_before_mb": peak_before, "peak_rss_mb": peak, "peak_delta_mb": peak - base,
+        "rss_after_mb": after, "records": records, "written": report.spans, "failed": len(report.failed),
+        "first_query_seconds": first_query, "peak_after_query_mb": peak_query,
+    }
+    if traced is not None:
+        out["traced_peak_mb"] = traced
+    return out
+
+
 def _probe(target: str, mb: float) -> dict[str, float | str | int]:
     text = synthetic_python(int(mb * 1_000_000))
     if target == "llmc":
@@ -120,10 +189,14 @@ def _probe(target: str, mb: float) -> dict[str, float | str | int]:
             "lossless": ok, "over_budget": over}
 
 
-def measure_memory(target: str, mb: float = 5.0, timeout: float = 900) -> dict:
-    """Run :func:`_probe` in a fresh interpreter; returns its JSON, or an ``error`` entry."""
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.perf", "--target", target, "--mb", str(mb)],
-                          capture_output=True, text=True, timeout=timeout, check=False)
+def measure_memory(target: str, mb: float = 5.0, timeout: float = 900, *, files: int = 250,
+                   embedding: str = "hashing") -> dict:
+    """Run :func:`_probe` (or, for ``target="index"``, :func:`_index_probe` on ``files`` files) in a fresh
+    interpreter; returns its JSON, or an ``error`` entry."""
+    cmd = [sys.executable, "-m", "benchmarks.perf", "--target", target, "--mb", str(mb)]
+    if target == "index":
+        cmd += ["--files", str(files), "--embedding", embedding]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
         return {"target": target, "error": proc.stderr[-2000:]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -133,8 +206,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--target", default="llmc")
     ap.add_argument("--mb", type=float, default=5.0)
+    ap.add_argument("--files", type=int, default=250, help="--target index: files in the generated tree")
+    ap.add_argument("--embedding", choices=("hashing", "none"), default="hashing", help="--target index")
+    ap.add_argument("--tracemalloc", action="store_true", help="--target index: also report the traced Python peak")
     args = ap.parse_args()
-    print(json.dumps(_probe(args.target, args.mb)))
+    if args.target == "index":
+        print(json.dumps(_index_probe(args.files, args.embedding, args.tracemalloc)))
+    else:
+        print(json.dumps(_probe(args.target, args.mb)))
 
 
 if __name__ == "__main__":

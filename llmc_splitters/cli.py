@@ -613,7 +613,9 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         total.failed.setdefault(s.path, s.detail)
     done = set(total.added) | set(total.updated) | set(total.unchanged)
     langs = Counter(detect_language(f) for f in walked.files if f in done)
-    leaves = retriever.index.spans()
+    # Counted from the completion markers: the records themselves are not read back (see CodeIndex._load).
+    leaf_count = retriever.index.leaf_count() if hasattr(retriever.index, "leaf_count") else \
+        len(retriever.index.spans())
     summary: dict[str, Any] = {
         "root": str(root),
         "db": str(db) if db is not None else None,
@@ -630,7 +632,7 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         "failed": len(total.failed),
         "records_written": total.spans,
         "indexed_files": len(retriever.index.paths),
-        "leaf_spans": len(leaves),
+        "leaf_spans": leaf_count,
         "languages": dict(langs.most_common()),
         "embedded": total.embedded,
         "reused": total.reused,

@@ -289,3 +289,15 @@ def test_end_to_end_on_a_tiny_corpus(tmp_path) -> None:  # noqa: ANN001
     assert st["lossless_files"] == 1.0 and st["nws_coverage"] == 1.0
     # Every system's throughput row has a ratio to the floor.
     assert all(t["ratio_to_floor"] is not None for t in data["throughput"].values())
+
+
+def test_index_probe_on_a_tiny_tree(tmp_path) -> None:
+    pytest.importorskip("chromadb")
+    from benchmarks import perf
+
+    assert perf.index_tree(tmp_path, 3) > 0
+    assert sorted(p.parent.name for p in tmp_path.rglob("*.py")) == ["p00000", "p00001", "p00002"]
+    got = perf._index_probe(3, "none", trace=False)
+    assert got["target"] == "index" and got["files"] == 3 and got["failed"] == 0
+    assert got["records"] == got["written"] > 0
+    assert got["peak_rss_mb"] >= got["peak_before_mb"] > 0

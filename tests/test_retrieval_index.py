@@ -269,3 +269,51 @@ def test_budget_never_exceeded(js_retriever: CodeRetriever) -> None:
             res = js_retriever.retrieve(q, k=3, max_context_tokens=budget)
             assert res.token_count <= budget
             assert_pieces_exact(res, {"src/client.js": CLIENT_JS})
+
+
+def test_indexing_streams_a_tree_and_leaves_the_search_view_to_the_first_query(tmp_path: Path, monkeypatch) -> None:
+    """Structural, not timed: while a tree is indexed, no store write carries more than one group of files, and the
+    index keeps none of the written records (texts, spans) in memory, only each file's marker; the records are read
+    back at the first search, which finds what was written."""
+    from llmc_splitters.retrieval import index as index_mod
+
+    monkeypatch.setattr(index_mod, "_GROUP_FILES", 4)
+    src = tmp_path / "src"
+    for i in range(13):
+        d = src / f"pkg{i:02d}"
+        d.mkdir(parents=True)
+        (d / "mod.py").write_text(
+            f'"""Module {i}."""\nimport os\n\n\ndef compute_{i}(x):\n    return os.sep * x + {i}\n\n\n'
+            f"class Holder{i}:\n    def value(self):\n        return compute_{i}(2)\n"
+        )
+    r = CodeRetriever(path=tmp_path / "db", embedding=HashingEmbedding(64))
+    idx = r.index
+    calls: list[tuple[int, int, int]] = []  # (paths in the write, records held in the search view, records)
+    upsert = idx.store.upsert
+
+    def counting_upsert(records):  # noqa: ANN001, ANN202
+        calls.append((len({rec.metadata["path"] for rec in records}), len(idx._view_entries), len(records)))
+        return upsert(records)
+
+    monkeypatch.setattr(idx.store, "upsert", counting_upsert)
+    report = r.index_directory(src)
+    assert len(report.added) == 13 and not report.failed
+    assert calls and max(n_paths for n_paths, _, _ in calls) <= 4
+    assert all(held == 0 for _, held, _ in calls)
+    assert not idx._view_loaded and idx._view_entries == {}
+    assert len(idx.paths) == 13 and idx.leaf_count() == sum(idx.leaf_count(p) for p in idx.paths) > 0
+    # First query loads the view; it holds what was written.
+    hits = r.search("compute_7 holder", k=3).hits
+    assert idx._view_loaded and any(h.span.path == "pkg07/mod.py" for h in hits)
+    assert idx.leaf_count() == len(idx.spans())
+    # Once loaded, the view follows later writes (no reload) and an unchanged tree is skipped.
+    (src / "pkg03" / "mod.py").write_text("def brand_new_function_name():\n    return 42\n")
+    report = r.index_directory(src)
+    assert report.updated == ["pkg03/mod.py"] and len(report.unchanged) == 12
+    assert [h.span.path for h in r.search("brand_new_function_name", k=1).hits] == ["pkg03/mod.py"]
+    # A reopened index reads only the markers: same files and counts, nothing re-indexed.
+    reopened = CodeRetriever(path=tmp_path / "db", embedding=HashingEmbedding(64))
+    assert not reopened.index._view_loaded
+    assert reopened.index.paths == idx.paths and reopened.index.leaf_count() == idx.leaf_count()
+    assert reopened.index_directory(src).unchanged == idx.paths
+    assert not reopened.index._view_loaded

@@ -171,6 +171,17 @@ class _Entry:
 
 
 @dataclass(slots=True)
+class _FileState:
+    """One complete file as indexing sees it: its marker's id, content hash and settings, and its record counts."""
+
+    root_id: str
+    file_hash: str | None
+    settings: str | None
+    n_records: int
+    n_leaves: int
+
+
+@dataclass(slots=True)
 class _Prepared:
     """One file chunked and embedded, waiting to be written: its records, whether a complete version was
     indexed before (``update``), and whether the store may hold records of its path (``known``)."""
@@ -263,8 +274,13 @@ class CodeIndex:
         self.embedding_name = self._embedding_name(embedding)
         self.store.open(self.embedding_name, reset=reset)
         self._lock = threading.RLock()
-        self._entries: dict[str, _Entry] = {}
-        self._by_path: dict[str, list[str]] = {}
+        # What indexing needs, per complete file: its marker (hash, settings, record counts). Small, always held.
+        self._files: dict[str, _FileState] = {}
+        # The search view: every record's text, metadata and span. Loaded at the first lookup or search (see
+        # _entries), never by indexing, which keeps it current only once it is loaded.
+        self._view_entries: dict[str, _Entry] = {}
+        self._view_by_path: dict[str, list[str]] = {}
+        self._view_loaded = False
         # Files with records in the store but no valid completion marker (a write was interrupted): hidden from
         # search, re-indexed (or pruned) by the next indexing call.
         self._incomplete: set[str] = set()
@@ -292,30 +308,72 @@ class CodeIndex:
         return f"{type(c).__name__}:{getattr(c, 'max_tokens', '?')}:{tok}:{__version__}"
 
     def __repr__(self) -> str:
-        return f"CodeIndex({self.store!r}, embedding={self.embedding_name!r}, files={len(self._by_path)})"
+        return f"CodeIndex({self.store!r}, embedding={self.embedding_name!r}, files={len(self._files)})"
 
     # --------------------------------------------------------------------------------------------------- memory
 
     def _load(self) -> None:
-        """Read every record back from Chroma (documents + metadata, not vectors) and rebuild lookups.
+        """Read the completion markers back from Chroma (metadata only, a page at a time) and find complete files.
 
         A file whose completion marker is missing, or which has another number of records than its marker says,
-        was being written when a run stopped: its records are not loaded (not searchable) and the path is kept in
-        ``_incomplete`` for the next indexing call to redo or prune.
+        was being written when a run stopped: it is left out of :attr:`paths` (not searchable) and kept in
+        ``_incomplete`` for the next indexing call to redo or prune. The records' texts and spans (the search view)
+        are not read here but at the first lookup or search (:attr:`_entries`); indexing never needs them.
         """
         with self._lock:
-            self._entries.clear()
-            self._by_path.clear()
+            self._files.clear()
             self._incomplete.clear()
-            for rec in self.store.records():
-                self._remember(rec)
-            for path in list(self._by_path):
-                root = self._root(path)
-                n = root.meta.get("n_records") if root is not None else None
-                if root is None or (isinstance(n, int) and n != len(self._by_path[path])):
-                    self._forget_path(path)
+            self._drop_view()
+            counts: dict[str, list[int]] = {}  # path -> [records, leaves]
+            markers: dict[str, tuple[str, dict[str, Any]]] = {}
+            for rec in self.store.records(documents=False):
+                meta = rec.metadata
+                path = str(meta.get("path"))
+                c = counts.setdefault(path, [0, 0])
+                c[0] += 1
+                c[1] += meta.get("role") == "leaf"
+                if meta.get("is_root"):
+                    markers[path] = (rec.id, {k: meta.get(k) for k in ("file_hash", "settings", "n_records")})
+            for path, (n, leaves) in counts.items():
+                got = markers.get(path)
+                expected = got[1].get("n_records") if got is not None else None
+                if got is None or (isinstance(expected, int) and expected != n):
                     self._incomplete.add(path)
+                    continue
+                self._files[path] = _FileState(got[0], got[1].get("file_hash"), got[1].get("settings"), n, leaves)
+
+    def _drop_view(self) -> None:
+        self._view_entries.clear()
+        self._view_by_path.clear()
+        self._view_loaded = False
+        self._lex_cache.clear()
+
+    def _ensure_view(self) -> None:
+        """Load the search view (every record of every complete file: text, metadata, span), once."""
+        if self._view_loaded:
+            return
+        with self._lock:
+            if self._view_loaded:
+                return
+            self._view_entries.clear()
+            self._view_by_path.clear()
+            for rec in self.store.records():
+                if str(rec.metadata.get("path")) in self._files:
+                    self._remember(rec)
             self._lex_cache.clear()
+            self._view_loaded = True
+
+    @property
+    def _entries(self) -> dict[str, _Entry]:
+        """Record id -> entry, over every complete file (the search view, loaded on first use)."""
+        self._ensure_view()
+        return self._view_entries
+
+    @property
+    def _by_path(self) -> dict[str, list[str]]:
+        """Path -> record ids of that file (the search view, loaded on first use)."""
+        self._ensure_view()
+        return self._view_by_path
 
     def _remember(self, rec: Record) -> None:
         meta = rec.metadata
@@ -325,17 +383,25 @@ class CodeIndex:
             d["text"] = rec.document
             span = Span.from_dict(d)
         e = _Entry(rec.id, str(meta.get("role")), str(meta.get("path")), rec.document, meta, span)
-        self._entries[rec.id] = e
-        self._by_path.setdefault(e.path, []).append(rec.id)
+        self._view_entries[rec.id] = e
+        self._view_by_path.setdefault(e.path, []).append(rec.id)
 
     def _forget_path(self, path: str) -> None:
-        for rid in self._by_path.pop(path, []):
-            self._entries.pop(rid, None)
+        self._files.pop(path, None)
+        for rid in self._view_by_path.pop(path, []):
+            self._view_entries.pop(rid, None)
 
     @property
     def paths(self) -> list[str]:
         """Indexed file paths, sorted."""
-        return sorted(self._by_path)
+        return sorted(self._files)
+
+    def leaf_count(self, path: str | None = None) -> int:
+        """Number of stored leaf spans (of one file), without loading them."""
+        if path is not None:
+            st = self._files.get(path)
+            return st.n_leaves if st is not None else 0
+        return sum(st.n_leaves for st in self._files.values())
 
     def spans(self, path: str | None = None, role: str = "leaf") -> list[Span]:
         """Stored spans (``role``: ``leaf`` or ``parent``), optionally of one file, in file order."""
@@ -349,11 +415,9 @@ class CodeIndex:
         return e.span if e is not None else None
 
     def _root(self, path: str) -> _Entry | None:
-        for rid in self._by_path.get(path, ()):
-            e = self._entries[rid]
-            if e.meta.get("is_root"):
-                return e
-        return None
+        """The marker record of a complete file (its document is the whole file), from the search view."""
+        st = self._files.get(path)
+        return self._entries.get(st.root_id) if st is not None else None
 
     def file_summary(self, path: str) -> str | None:
         """The stored summary text of a file."""
@@ -380,7 +444,7 @@ class CodeIndex:
         with self._lock:
             self._index_stream(((str(path), text) for path, text in files.items()), report, workers)
             if prune:
-                for gone in sorted((set(self._by_path) | self._incomplete) - {str(p) for p in files}):
+                for gone in sorted((set(self._files) | self._incomplete) - {str(p) for p in files}):
                     self.remove(gone)
                     report.removed.append(gone)
         return report
@@ -426,7 +490,7 @@ class CodeIndex:
                 try:
                     data = Path(p).read_bytes()
                 except FileNotFoundError:
-                    if key in self._by_path or key in self._incomplete:
+                    if key in self._files or key in self._incomplete:
                         self.remove(key)
                         report.removed.append(key)
                     continue
@@ -489,7 +553,7 @@ class CodeIndex:
         if prune:
             present = {p.relative_to(base).as_posix() for p in found}
             with self._lock:
-                for gone in sorted((set(self._by_path) | self._incomplete) - present):
+                for gone in sorted((set(self._files) | self._incomplete) - present):
                     self.remove(gone)
                     report.removed.append(gone)
         return report
@@ -553,14 +617,13 @@ class CodeIndex:
         self._flush(group, report)
 
     def _is_unchanged(self, path: str, file_hash: str) -> bool:
-        root = self._root(path)
-        return root is not None and root.meta.get("file_hash") == file_hash and \
-            root.meta.get("settings") == self.settings_fingerprint
+        st = self._files.get(path)
+        return st is not None and st.file_hash == file_hash and st.settings == self.settings_fingerprint
 
     def _prepare(self, path: str, text: str, report: IndexReport, tree: SpanTree | None = None) -> _Prepared | None:
         """Chunk (unless ``tree`` is given) and embed one file; ``None`` when it is unchanged."""
         file_hash = _sha(text)
-        old_root = self._root(path)
+        old_root = self._files.get(path)
         fp = self.settings_fingerprint
         if tree is None and self._is_unchanged(path, file_hash):
             report.unchanged.append(path)
@@ -638,8 +701,14 @@ class CodeIndex:
             group.clear()
             return
         for g in group:
-            for rec in g.records:
-                self._remember(rec)
+            root = next(r for r in g.records if r.metadata.get("is_root"))
+            self._files[g.path] = _FileState(
+                root.id, root.metadata.get("file_hash"), root.metadata.get("settings"), len(g.records),
+                sum(r.metadata.get("role") == "leaf" for r in g.records),
+            )
+            if self._view_loaded:
+                for rec in g.records:
+                    self._remember(rec)
             self._incomplete.discard(g.path)
             report.spans += len(g.records)
             (report.updated if g.update else report.added).append(g.path)

@@ -235,9 +235,14 @@ class ChromaStore:
                 return out
             offset += len(ids)
 
-    def records(self, *, where: dict[str, Any] | None = None, embeddings: bool = False) -> Iterator[Record]:
-        """All records (matching ``where``), paged."""
-        include = ["documents", "metadatas"] + (["embeddings"] if embeddings else [])
+    def records(
+        self, *, where: dict[str, Any] | None = None, embeddings: bool = False, documents: bool = True
+    ) -> Iterator[Record]:
+        """All records (matching ``where``), paged (one page of ``_GET_PAGE`` records in memory at a time).
+
+        ``documents=False`` leaves the texts in the store (each record's ``document`` is then ``""``).
+        """
+        include = (["documents"] if documents else []) + ["metadatas"] + (["embeddings"] if embeddings else [])
         offset = 0
         while True:
             got = self.collection.get(where=where, include=include, limit=_GET_PAGE, offset=offset)
@@ -249,7 +254,8 @@ class ChromaStore:
                 emb = None
                 if embs is not None and len(embs) > j and embs[j] is not None:
                     emb = [float(x) for x in embs[j]]
-                yield Record(rid, got["documents"][j] or "", dict(got["metadatas"][j] or {}), emb)
+                doc = (got["documents"][j] or "") if documents else ""
+                yield Record(rid, doc, dict(got["metadatas"][j] or {}), emb)
             if len(ids) < _GET_PAGE:
                 return
             offset += len(ids)

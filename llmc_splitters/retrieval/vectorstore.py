@@ -261,9 +261,13 @@ class VectorStoreAdapter:
             return [k[len(prefix):] for k in self.docstore.yield_keys(prefix=prefix)]
         return [r.id for r in self.records(where=where)]
 
-    def records(self, *, where: dict[str, Any] | None = None, embeddings: bool = False) -> Iterator[Record]:
-        """Records matching ``where`` (vectors are not kept here: ``embedding`` is always ``None``)."""
-        del embeddings  # the vector store owns the vectors
+    def records(
+        self, *, where: dict[str, Any] | None = None, embeddings: bool = False, documents: bool = True
+    ) -> Iterator[Record]:
+        """Records matching ``where`` (vectors are not kept here: ``embedding`` is always ``None``). Documents come
+        with the metadata from the docstore, so ``documents=False`` saves nothing here; it is accepted for
+        :meth:`ChromaStore.records` compatibility."""
+        del embeddings, documents  # the vector store owns the vectors
         path = where.get("path") if where and len(where) == 1 else None
         if isinstance(path, str):
             ids = self._path_ids(path)
