@@ -46,6 +46,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(HERE), str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
 )
 
+from tests.fakes import commit, git  # noqa: E402
 from _ray_helpers import CountingEmbedding, chroma_vectorstore, embedded_texts, file_docstore  # noqa: E402
 
 from llmc_splitters.ingest import IngestSettings, chunk_file, settings_fingerprint  # noqa: E402
@@ -83,16 +84,6 @@ def cluster():
         ray.shutdown()
 
 
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t", *args], check=True,
-                   capture_output=True)
-
-
-def _commit(root: Path, msg: str) -> None:
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", msg)
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
@@ -101,8 +92,8 @@ def repo(tmp_path: Path) -> Path:
         shutil.copyfile(STDLIB / rel, root / rel)
     (root / "assets").mkdir()
     (root / "assets" / "blob.raw").write_bytes(b"\x00\x01\x02 binary")  # not excluded by name: skipped as binary
-    _git(root, "init", "-q")
-    _commit(root, "init")
+    git(root, "init", "-q")
+    commit(root, "init")
     return root
 
 
@@ -220,7 +211,7 @@ def test_changing_one_file_reembeds_only_its_spans(cluster, chroma_server, repo,
     old_hashes = {r["meta"].get("content_hash") for r in before.values()}
     path = repo / "textwrap.py"
     path.write_text(path.read_text().replace("def dedent(text):", "def dedent(text):\n    # edited", 1))
-    _commit(repo, "edit")
+    commit(repo, "edit")
     log = tmp_path / "edit.log"
     summary = _ray_run(repo, state, sink, log)
     assert (summary.files_planned, summary.files_changed, summary.files_deleted) == (1, 1, 0)
@@ -249,7 +240,7 @@ def test_deleting_a_file_removes_its_spans(cluster, chroma_server, repo, collect
     n_shlex = sum(1 for r in _stored(sink).values() if r["meta"]["path"] == "demo/shlex.py")
     assert n_shlex > 0
     (repo / "shlex.py").unlink()
-    _commit(repo, "delete")
+    commit(repo, "delete")
     log = tmp_path / "delete.log"
     summary = _ray_run(repo, state, sink, log)
     assert (summary.files_planned, summary.files_deleted, summary.spans_deleted) == (0, 1, n_shlex)
@@ -273,7 +264,7 @@ def test_a_killed_run_restarts_with_no_duplicate_and_no_missing_span(
         p.write_text(p.read_text() + "\n\ndef appended_later():\n    return 'later'\n")
     (repo / "extra.py").write_text("def extra():\n    return 1\n")
     (repo / "heapq.py").unlink()
-    _commit(repo, "edit")
+    commit(repo, "edit")
     expected = _expected(repo)
     log = tmp_path / "killed.log"
     # ... driven by its own process, with a slow model, killed once some batches are written.

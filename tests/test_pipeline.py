@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("chromadb")
 pytest.importorskip("bm25s")
 
+from fakes import CountingEmbedding, commit, git  # noqa: E402
 from helpers import DATA  # noqa: E402
 from llmc_splitters.errors import ConfigurationError  # noqa: E402
 from llmc_splitters.ingest import IngestSettings, chunk_file, settings_fingerprint  # noqa: E402
@@ -30,16 +31,6 @@ SOURCES = {
 }
 
 
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t", *args], check=True,
-                   capture_output=True)
-
-
-def _commit(root: Path, msg: str) -> None:
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", msg)
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
@@ -47,21 +38,9 @@ def repo(tmp_path: Path) -> Path:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, root / rel)
     (root / "data.bin").write_bytes(b"\x00\x01\x02binary")
-    _git(root, "init", "-q")
-    _commit(root, "init")
+    git(root, "init", "-q")
+    commit(root, "init")
     return root
-
-
-class Counting(HashingEmbedding):
-    """Records every text it embeds."""
-
-    def __init__(self) -> None:
-        super().__init__(dim=32)
-        self.texts: list[str] = []
-
-    def embed_documents(self, texts):
-        self.texts.extend(texts)
-        return super().embed_documents(texts)
 
 
 def _expected(root: Path) -> dict[str, str]:
@@ -92,43 +71,43 @@ def _run(root: Path, state: ManifestState, sink, model=None, *, full: bool = Fal
 def test_local_run_is_idempotent_and_incremental(repo: Path, tmp_path: Path) -> None:
     sink = ChromaSink(path=str(tmp_path / "chroma"))
     state = ManifestState(tmp_path / "state")
-    model = Counting()
+    model = CountingEmbedding()
     first = _run(repo, state, sink, model)
     expected = _expected(repo)
     assert _stored(sink) == expected
     assert (first.files_chunked, first.files_skipped, first.files_failed) == (5, 1, 0)
     assert first.reasons == {"skipped: binary": 1}
     assert first.spans_written == len(expected)
-    assert first.spans_embedded == len(set(model.texts)) > 0
+    assert first.spans_embedded == len(set(model.calls)) > 0
     assert "chunk:" in str(first) and "embed:" in str(first) and "write:" in str(first)
 
     # Nothing changed: nothing read, nothing embedded, the same records.
-    model.texts.clear()
+    model.calls.clear()
     again = _run(repo, state, sink, model)
-    assert (again.files_planned, again.spans_written, model.texts) == (0, 0, [])
+    assert (again.files_planned, again.spans_written, model.calls) == (0, 0, [])
     assert _stored(sink) == expected
 
     # A full re-run over the populated store rewrites the same ids; every vector comes from the cache.
     full = _run(repo, state, sink, model, full=True)
     assert full.files_planned == 6 and full.spans_embedded == 0 and full.spans_cached > 0
-    assert model.texts == []
+    assert model.calls == []
     assert _stored(sink) == expected
 
     # One file edited, one deleted: only the edited file's new texts are embedded; old versions go.
     path = repo / "pkg" / "textwrap.py"
     path.write_text(path.read_text().replace("def dedent(text):", "def dedent(text):\n    # edited"))
     (repo / "web" / "events.js").unlink()
-    _commit(repo, "edit")
+    commit(repo, "edit")
     edit = _run(repo, state, sink, model)
     assert (edit.files_planned, edit.files_deleted) == (1, 1)
-    assert model.texts and all("demo/pkg/textwrap.py" in t for t in model.texts)
-    assert len(model.texts) <= 3, "spans whose text did not change keep their vectors"
+    assert model.calls and all("demo/pkg/textwrap.py" in t for t in model.calls)
+    assert len(model.calls) <= 3, "spans whose text did not change keep their vectors"
     assert edit.spans_deleted > 0
     assert _stored(sink) == _expected(repo)
     assert not any("events.js" in t for t in _stored(sink).values() if t.startswith("File:"))
 
     # The records are CodeIndex records: the retriever searches them as they are.
-    r = CodeRetriever(path=str(tmp_path / "chroma"), embedding=HashingEmbedding(32), max_tokens=128)
+    r = CodeRetriever(path=str(tmp_path / "chroma"), embedding=HashingEmbedding(64), max_tokens=128)
     assert sorted(r.index.paths) == ["demo/docs/guide.md", "demo/pkg/decoder.py", "demo/pkg/textwrap.py",
                                      "demo/scripts/deploy.sh"]
     hit = r.search("dedent common leading whitespace", k=1).hits[0].span
@@ -139,16 +118,16 @@ def test_local_run_is_idempotent_and_incremental(repo: Path, tmp_path: Path) -> 
 def test_an_interrupted_run_is_completed_by_the_next(repo: Path, tmp_path: Path) -> None:
     sink = ChromaSink(path=str(tmp_path / "chroma"))
     state = ManifestState(tmp_path / "state")
-    _run(repo, state, sink, Counting())
+    _run(repo, state, sink, CountingEmbedding())
     path = repo / "pkg" / "decoder.py"
     path.write_text(path.read_text() + "\n\ndef added_later():\n    return 42\n")
     (repo / "docs" / "guide.md").unlink()
     (repo / "pkg" / "new.py").write_text("def brand_new():\n    return 'new'\n")
-    _commit(repo, "edit")
+    commit(repo, "edit")
 
-    class Dies(Counting):
+    class Dies(CountingEmbedding):
         def embed_documents(self, texts):
-            if self.texts:
+            if self.calls:
                 raise KeyboardInterrupt  # the process is killed after its first write batch
             return super().embed_documents(texts)
 
@@ -157,7 +136,7 @@ def test_an_interrupted_run_is_completed_by_the_next(repo: Path, tmp_path: Path)
     partial = _stored(sink)
     assert partial != _expected(repo), "the dead run left the store half-updated"
     assert state.pending_keys()
-    done = _run(repo, state, sink, Counting())
+    done = _run(repo, state, sink, CountingEmbedding())
     assert done.files_planned == 2 and done.files_deleted == 1
     assert _stored(sink) == _expected(repo), "no duplicate, no missing, no stale record"
     assert not state.pending.exists()
@@ -166,8 +145,8 @@ def test_an_interrupted_run_is_completed_by_the_next(repo: Path, tmp_path: Path)
 def test_process_pool_and_serial_runs_write_the_same_records(repo: Path, tmp_path: Path) -> None:
     a = ChromaSink(path=str(tmp_path / "a"))
     b = ChromaSink(path=str(tmp_path / "b"))
-    _run(repo, ManifestState(tmp_path / "sa"), a, Counting(), workers=0)
-    _run(repo, ManifestState(tmp_path / "sb"), b, Counting(), workers=2)
+    _run(repo, ManifestState(tmp_path / "sa"), a, CountingEmbedding(), workers=0)
+    _run(repo, ManifestState(tmp_path / "sb"), b, CountingEmbedding(), workers=2)
     assert _stored(a) == _stored(b) == _expected(repo)
 
 
@@ -181,7 +160,7 @@ def test_plan_and_settings_must_match(repo: Path, tmp_path: Path) -> None:
     plan = state.plan(git_manifest(repo), fingerprint=settings_fingerprint(S))
     with pytest.raises(ConfigurationError, match="embeds what it stores"):
         run_local(plan, LangChainSink(_vectorstore, _docstore), roots=str(repo), settings=S,
-                  embedding_factory=Counting, progress=None)
+                  embedding_factory=CountingEmbedding, progress=None)
 
 
 # ------------------------------------------------------------------------------------- LangChain vector store
@@ -192,7 +171,7 @@ _STORES: dict[str, object] = {}
 def _vectorstore():
     from langchain_core.vectorstores import InMemoryVectorStore
 
-    return _STORES.setdefault("vs", InMemoryVectorStore(HashingEmbedding(32)))
+    return _STORES.setdefault("vs", InMemoryVectorStore(HashingEmbedding(64)))
 
 
 def _docstore():
@@ -220,7 +199,7 @@ def test_langchain_sink_feeds_a_retriever_over_the_same_stores(repo: Path, tmp_p
     hit = r.search("dedent common leading whitespace", k=1).hits[0].span
     assert (hit.path, hit.name) == ("demo/pkg/textwrap.py", "dedent")
     (repo / "web" / "events.js").unlink()
-    _commit(repo, "drop")
+    commit(repo, "drop")
     _run(repo, state, sink)
     assert not any("events.js" in (d.metadata.get("path") or "") for d in ds.mget(list(ds.yield_keys())) if d)
     assert not any("events.js" in v["metadata"].get("path", "") for v in vs.store.values())
@@ -250,8 +229,8 @@ def test_ingested_files_count_as_unchanged_for_codeindex(repo: Path, tmp_path: P
     from llmc_splitters.retrieval.store import ChromaStore
 
     sink = ChromaSink(path=str(tmp_path / "chroma"))
-    _run(repo, ManifestState(tmp_path / "state"), sink, Counting())
-    idx = CodeIndex(ChromaStore(str(tmp_path / "chroma")), embedding=Counting(), max_tokens=128)
+    _run(repo, ManifestState(tmp_path / "state"), sink, CountingEmbedding())
+    idx = CodeIndex(ChromaStore(str(tmp_path / "chroma")), embedding=CountingEmbedding(), max_tokens=128)
     text = (repo / "pkg" / "textwrap.py").read_text()
     report = idx.index_texts({"demo/pkg/textwrap.py": text})
     assert report.unchanged == ["demo/pkg/textwrap.py"], "same content hash and settings as CodeIndex's own"

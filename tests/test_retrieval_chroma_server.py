@@ -10,7 +10,9 @@ from helpers import chroma_server as running_chroma
 pytest.importorskip("chromadb")
 pytest.importorskip("bm25s")
 
-from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding  # noqa: E402
+from fakes import CountingEmbedding  # noqa: E402
+
+from llmc_splitters.retrieval import CodeRetriever  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -19,18 +21,6 @@ pytestmark = pytest.mark.slow
 def chroma_server(tmp_path_factory: pytest.TempPathFactory):
     with running_chroma(tmp_path_factory.mktemp("chroma-server")) as address:
         yield address
-
-
-class CountingEmbedding(HashingEmbedding):
-    """A deterministic embedding that records what it embeds."""
-
-    def __init__(self) -> None:
-        super().__init__(dim=64)
-        self.calls: list[str] = []
-
-    def embed_documents(self, texts):
-        self.calls.extend(texts)
-        return super().embed_documents(texts)
 
 
 SERVICE = '''"""Order service."""

@@ -10,6 +10,8 @@ import pytest
 pytest.importorskip("chromadb")
 pytest.importorskip("bm25s")
 
+from fakes import CountingEmbedding  # noqa: E402
+
 from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding  # noqa: E402
 from llmc_splitters.tokens import resolve_tokenizer  # noqa: E402
 
@@ -179,18 +181,6 @@ def test_persisted_index_reloads_without_reindexing(tmp_path: Path) -> None:
     after = again.retrieve("close the client and flush the log", max_context_tokens=300)
     assert after.context == before.context
     assert again.index_texts({"src/client.js": CLIENT_JS}).unchanged == ["src/client.js"]
-
-
-class CountingEmbedding(HashingEmbedding):
-    """A deterministic embedding that records every text it embeds."""
-
-    def __init__(self) -> None:
-        super().__init__(dim=64)
-        self.calls: list[str] = []
-
-    def embed_documents(self, texts):
-        self.calls.extend(texts)
-        return super().embed_documents(texts)
 
 
 def test_incremental_reindex_embeds_only_the_changed_file(tmp_path: Path, argparse_source: str) -> None:
