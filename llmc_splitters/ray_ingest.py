@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import ConfigurationError, missing_dependency
@@ -116,10 +116,6 @@ def _pool(concurrency: int | tuple[int, int]) -> Any:
 
 def _max(concurrency: int | tuple[int, int]) -> int:
     return int(concurrency[1] if isinstance(concurrency, tuple) else concurrency)
-
-
-def _delete(sink: Any, embedding: str | None, stale: Sequence[tuple[str, str]], gone: Sequence[str]) -> int:
-    return apply_deletions(sink, embedding, stale, gone)
 
 
 def run_ray(
@@ -235,7 +231,7 @@ def run_ray(
             if progress:
                 progress("write", summary)
     summary.seconds["chunk+embed+write"] = time.perf_counter() - t0
-    remote_delete = ray.remote(num_cpus=write_num_cpus)(_delete)
+    remote_delete = ray.remote(num_cpus=write_num_cpus)(apply_deletions)
 
     def run_deletions(stale: list[tuple[str, str]], gone: list[str]) -> int:
         name = summary.embedding or None

@@ -307,3 +307,10 @@ def test_indexing_streams_a_tree_and_leaves_the_search_view_to_the_first_query(t
     assert reopened.index.paths == idx.paths and reopened.index.leaf_count() == idx.leaf_count()
     assert reopened.index_directory(src).unchanged == idx.paths
     assert not reopened.index._view_loaded
+    # An index opened to be searched (the CLI's query) reads the store once: markers and search view together.
+    searched = CodeRetriever(path=tmp_path / "db", embedding=HashingEmbedding(64))
+    reads = []
+    real_records = searched.index.store.records
+    searched.index.store.records = lambda **kw: reads.append(kw) or real_records(**kw)
+    assert [h.span.path for h in searched.search("brand_new_function_name", k=1).hits] == ["pkg03/mod.py"]
+    assert reads == [{"documents": True}] and searched.index.paths == idx.paths

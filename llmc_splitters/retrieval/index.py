@@ -274,8 +274,10 @@ class CodeIndex:
         self.embedding_name = self._embedding_name(embedding)
         self.store.open(self.embedding_name, reset=reset)
         self._lock = threading.RLock()
-        # What indexing needs, per complete file: its marker (hash, settings, record counts). Small, always held.
-        self._files: dict[str, _FileState] = {}
+        # What indexing needs, per complete file: its marker (hash, settings, record counts). Small, always held
+        # once read; read at first use (see _files), together with the search view when a search comes first.
+        self._marker_files: dict[str, _FileState] = {}
+        self._markers_loaded = False
         # The search view: every record's text, metadata and span. Loaded at the first lookup or search (see
         # _entries), never by indexing, which keeps it current only once it is loaded.
         self._view_entries: dict[str, _Entry] = {}
@@ -283,10 +285,9 @@ class CodeIndex:
         self._view_loaded = False
         # Files with records in the store but no valid completion marker (a write was interrupted): hidden from
         # search, re-indexed (or pruned) by the next indexing call.
-        self._incomplete: set[str] = set()
+        self._marker_incomplete: set[str] = set()
         self._dim: int | None = None
         self._lex_cache: dict[str, tuple[list[str], BM25Index]] = {}
-        self._load()
 
     # ------------------------------------------------------------------------------------------------- settings
 
@@ -312,21 +313,22 @@ class CodeIndex:
 
     # --------------------------------------------------------------------------------------------------- memory
 
-    def _load(self) -> None:
-        """Read the completion markers back from Chroma (metadata only, a page at a time) and find complete files.
+    def _load(self, *, with_view: bool) -> None:
+        """Read the records back from Chroma in one pass (a page at a time) and find the complete files; with
+        ``with_view``, their texts and spans too (the search view), else metadata only.
 
         A file whose completion marker is missing, or which has another number of records than its marker says,
         was being written when a run stopped: it is left out of :attr:`paths` (not searchable) and kept in
-        ``_incomplete`` for the next indexing call to redo or prune. The records' texts and spans (the search view)
-        are not read here but at the first lookup or search (:attr:`_entries`); indexing never needs them.
+        ``_incomplete`` for the next indexing call to redo or prune. Indexing never needs the search view, so an
+        index opened to be updated reads metadata only; one opened to be searched reads every record once.
         """
         with self._lock:
-            self._files.clear()
-            self._incomplete.clear()
+            self._marker_files.clear()
+            self._marker_incomplete.clear()
             self._drop_view()
             counts: dict[str, list[int]] = {}  # path -> [records, leaves]
             markers: dict[str, tuple[str, dict[str, Any]]] = {}
-            for rec in self.store.records(documents=False):
+            for rec in self.store.records(documents=with_view):
                 meta = rec.metadata
                 path = str(meta.get("path"))
                 c = counts.setdefault(path, [0, 0])
@@ -334,13 +336,34 @@ class CodeIndex:
                 c[1] += meta.get("role") == "leaf"
                 if meta.get("is_root"):
                     markers[path] = (rec.id, {k: meta.get(k) for k in ("file_hash", "settings", "n_records")})
+                if with_view:
+                    self._remember(rec)
             for path, (n, leaves) in counts.items():
                 got = markers.get(path)
                 expected = got[1].get("n_records") if got is not None else None
                 if got is None or (isinstance(expected, int) and expected != n):
-                    self._incomplete.add(path)
+                    self._marker_incomplete.add(path)
+                    for rid in self._view_by_path.pop(path, []):
+                        self._view_entries.pop(rid, None)
                     continue
-                self._files[path] = _FileState(got[0], got[1].get("file_hash"), got[1].get("settings"), n, leaves)
+                self._marker_files[path] = _FileState(got[0], got[1].get("file_hash"), got[1].get("settings"), n,
+                                                      leaves)
+            self._markers_loaded = True
+            self._view_loaded = with_view
+
+    @property
+    def _files(self) -> dict[str, _FileState]:
+        """Path -> marker of every complete file (read at first use)."""
+        if not self._markers_loaded:
+            self._load(with_view=False)
+        return self._marker_files
+
+    @property
+    def _incomplete(self) -> set[str]:
+        """Paths with records but no valid completion marker (read at first use)."""
+        if not self._markers_loaded:
+            self._load(with_view=False)
+        return self._marker_incomplete
 
     def _drop_view(self) -> None:
         self._view_entries.clear()
@@ -355,10 +378,13 @@ class CodeIndex:
         with self._lock:
             if self._view_loaded:
                 return
+            if not self._markers_loaded:
+                self._load(with_view=True)  # one read of the store gives both
+                return
             self._view_entries.clear()
             self._view_by_path.clear()
             for rec in self.store.records():
-                if str(rec.metadata.get("path")) in self._files:
+                if str(rec.metadata.get("path")) in self._marker_files:
                     self._remember(rec)
             self._lex_cache.clear()
             self._view_loaded = True
