@@ -4,7 +4,7 @@ Importing this package loads no framework (LangChain, LlamaIndex), no tokenizer 
 first use. The LangChain and LlamaIndex faces live in ``llmc_splitters.langchain`` and ``llmc_splitters.llama_index``.
 """
 
-from .chunker import ASTChunker
+from .chunking.chunker import ASTChunker
 from .errors import (
     ConfigurationError,
     LlmcError,
@@ -13,10 +13,10 @@ from .errors import (
     UndecodableInputError,
     UnsupportedInputError,
 )
-from .languages import detect_language
-from .notebook import chunk_notebook, read_notebook
-from .overlap import index_text
-from .span import Span, SpanTree
+from .chunking.languages import detect_language
+from .chunking.notebook import chunk_notebook, read_notebook
+from .chunking.overlap import index_text
+from .chunking.span import Span, SpanTree
 
 __version__ = "0.1.0"
 

@@ -229,12 +229,12 @@ def _use_color(choice: str, stream: IO[str]) -> bool:
 
 
 def _cmd_chunk(args: argparse.Namespace) -> ExitCode:
-    from .chunker import ASTChunker
-    from .inputs import binary_reason
+    from .chunking.chunker import ASTChunker
+    from .chunking.inputs import binary_reason
     from .walk import walk
 
     if args.language:
-        from .languages import get_spec
+        from .chunking.languages import get_spec
 
         try:
             get_spec(args.language)
@@ -502,7 +502,7 @@ class _Progress:
 
 
 def _cmd_index(args: argparse.Namespace) -> ExitCode:
-    from .languages import detect_language
+    from .chunking.languages import detect_language
     from .walk import DEFAULT_INCLUDE, DEFAULT_SKIP_DIRS, WalkOptions, walk
 
     t0 = time.monotonic()

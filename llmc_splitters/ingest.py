@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigurationError, LlmcError
-from .inputs import ERRORS, binary_reason, decode
-from .span import Span, SpanTree, span_id
+from .chunking.inputs import ERRORS, binary_reason, decode
+from .chunking.span import Span, SpanTree, span_id
 
 __all__ = [
     "BATCH_COLUMNS",
@@ -233,7 +233,7 @@ def _chunker(settings: IngestSettings) -> Any:
     with _chunkers_lock:
         c = _chunkers.get(settings)
         if c is None:
-            from .chunker import ASTChunker
+            from .chunking.chunker import ASTChunker
 
             c = ASTChunker(
                 settings.max_tokens, settings.tokenizer,

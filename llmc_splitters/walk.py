@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigurationError, missing_dependency
-from .inputs import binary_reason
+from .chunking.inputs import binary_reason
 
 __all__ = [
     "DEFAULT_INCLUDE",

@@ -103,7 +103,7 @@ def _embed_text(document: str, meta: dict[str, Any]) -> str:
     """What the index embeds for a searched record: for a leaf its path, symbol and text; a summary as it is."""
     if meta.get("role") != "leaf":
         return document
-    from ..span import Span
+    from ..chunking.span import Span
     from .index import _leaf_view
 
     raw = meta.get("span_json")

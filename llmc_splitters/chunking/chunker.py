@@ -8,7 +8,7 @@ from typing import Any
 
 from . import fallback
 from ._engine import _CLASS_LIKE, Engine, Leaf, Scope, _string_statement, parse
-from .errors import ConfigurationError, UnsupportedInputError
+from ..errors import ConfigurationError, UnsupportedInputError
 from .inputs import ERRORS, decode
 from .languages import LanguageSpec, detect_language, get_spec, normalize_language
 from .overlap import add_overlap
