@@ -231,7 +231,7 @@ def _use_color(choice: str, stream: IO[str]) -> bool:
 def _cmd_chunk(args: argparse.Namespace) -> ExitCode:
     from .chunking.chunker import ASTChunker
     from .chunking.inputs import binary_reason
-    from .walk import walk
+    from .ingest.walk import walk
 
     if args.language:
         from .chunking.languages import get_spec
@@ -503,7 +503,7 @@ class _Progress:
 
 def _cmd_index(args: argparse.Namespace) -> ExitCode:
     from .chunking.languages import detect_language
-    from .walk import DEFAULT_INCLUDE, DEFAULT_SKIP_DIRS, WalkOptions, walk
+    from .ingest.walk import DEFAULT_INCLUDE, DEFAULT_SKIP_DIRS, WalkOptions, walk
 
     t0 = time.monotonic()
     root = Path(args.path)
@@ -697,7 +697,7 @@ def _short(text: str, n: int = 60) -> str:
 
 
 def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, list_all: bool) -> None:
-    from .walk import summarize_skips
+    from .ingest.walk import summarize_skips
 
     out: list[str] = []
     emb = "MiniLM (hybrid: BM25 + dense)" if summary["embedding"] == "minilm" else "none (lexical BM25 only)"

@@ -44,9 +44,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigurationError, LlmcError
-from .chunking.inputs import ERRORS, binary_reason, decode
-from .chunking.span import Span, SpanTree, span_id
+from ..errors import ConfigurationError, LlmcError
+from ..chunking.inputs import ERRORS, binary_reason, decode
+from ..chunking.span import Span, SpanTree, span_id
 
 __all__ = [
     "BATCH_COLUMNS",
@@ -123,7 +123,7 @@ class IngestSettings:
 def _versions() -> dict[str, str]:
     from importlib import metadata
 
-    from . import __version__
+    from .. import __version__
 
     out = {"llmc_splitters": __version__, "rows": str(ROW_SCHEMA_VERSION)}
     for dist in ("tree-sitter", "tree-sitter-language-pack"):
@@ -233,7 +233,7 @@ def _chunker(settings: IngestSettings) -> Any:
     with _chunkers_lock:
         c = _chunkers.get(settings)
         if c is None:
-            from .chunking.chunker import ASTChunker
+            from ..chunking.chunker import ASTChunker
 
             c = ASTChunker(
                 settings.max_tokens, settings.tokenizer,
@@ -296,7 +296,7 @@ def _rows(
     settings: IngestSettings,
 ) -> list[dict[str, Any]]:
     """Rows laid out like :class:`~llmc_splitters.retrieval.CodeIndex` records, with ingestion ids."""
-    from .retrieval.index import (
+    from ..retrieval.index import (
         _CLASS_KINDS,
         _analyze,
         _derived_id,
@@ -308,7 +308,7 @@ def _rows(
 
     from types import SimpleNamespace
 
-    from .retrieval.index import CodeIndex
+    from ..retrieval.index import CodeIndex
 
     # CodeIndex's own settings string (what it compares to skip unchanged files), computed by its own code.
     index_fp = CodeIndex.settings_fingerprint.fget(SimpleNamespace(chunker=_chunker(settings)))  # type: ignore[attr-defined]

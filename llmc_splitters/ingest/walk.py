@@ -53,8 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigurationError, missing_dependency
-from .chunking.inputs import binary_reason
+from ..errors import ConfigurationError, missing_dependency
+from ..chunking.inputs import binary_reason
 
 __all__ = [
     "DEFAULT_INCLUDE",

@@ -40,8 +40,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import ConfigurationError, missing_dependency
-from .ingest import IngestSettings, read_chunk_batch
+from ..errors import ConfigurationError, missing_dependency
+from .rows import IngestSettings, read_chunk_batch
 from .manifest import ManifestState, Plan
 from .pipeline import (
     EmbedStage,

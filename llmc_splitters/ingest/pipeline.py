@@ -37,8 +37,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import ConfigurationError, LlmcError
-from .ingest import (
+from ..errors import ConfigurationError, LlmcError
+from .rows import (
     BATCH_COLUMNS,
     SEARCHED_ROLES,
     IngestSettings,
@@ -48,7 +48,7 @@ from .ingest import (
     settings_fingerprint,
 )
 from .manifest import ManifestEntry, ManifestState, Plan
-from .retrieval.store import Record
+from ..retrieval.store import Record
 
 __all__ = [
     "ChromaSink",
@@ -215,7 +215,7 @@ class ChromaSink:
 
     def connect(self, embedding: str | None) -> _ChromaConnection:
         """Open the collection for vectors of ``embedding`` (``None``: open it as it is, for deletions)."""
-        from .retrieval.store import ChromaStore
+        from ..retrieval.store import ChromaStore
 
         if self.host is not None:
             store = ChromaStore(host=self.host, port=self.port, collection=self.collection, ssl=self.ssl,
@@ -260,7 +260,7 @@ class LangChainSink:
 
     def connect(self, embedding: str | None) -> Any:
         """Build the stores and wrap them (``embedding`` is checked against the docstore's record of it)."""
-        from .retrieval.vectorstore import VectorStoreAdapter
+        from ..retrieval.vectorstore import VectorStoreAdapter
 
         adapter = VectorStoreAdapter(self.vectorstore_factory(), self.docstore_factory(), namespace=self.namespace)
         adapter.open(embedding or adapter.embedding.name)
@@ -309,8 +309,8 @@ class EmbedStage:
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         import numpy as np
 
-        from .retrieval.embeddings import bounded_view
-        from .retrieval.index import _sha
+        from ..retrieval.embeddings import bounded_view
+        from ..retrieval.index import _sha
 
         n = _json_rows(batch)
         out: dict[str, Any] = {c: list(batch[c]) for c in BATCH_COLUMNS}
