@@ -12,7 +12,7 @@ Everything here is a pure, picklable, module-level function of its arguments, so
   allow. Values are strings and integers only (``metadata`` is a JSON string), so they convert to Arrow, pandas
   and Spark columns unchanged.
 * :func:`read_chunk_batch` reads the bytes first (from git's object store by blob SHA, or from a work tree), for
-  batches of manifest entries (:mod:`llmc_splitters.manifest`).
+  batches of manifest entries (:mod:`llmc_splitters.ingest.manifest`).
 
 Ids make re-ingestion a no-op. A span row's id is a UUID string derived from the repository, the path, the git blob
 SHA of the file's content, the span's byte range, its role and kind, and the fingerprint of the chunking settings
@@ -87,7 +87,7 @@ class IngestSettings:
         max_tokens: Leaf budget of the :class:`~llmc_splitters.ASTChunker`.
         tokenizer: A tiktoken encoding name, or ``None`` for cl100k (offline-safe). A name, not an object, so the
             settings pickle and fingerprint.
-        errors: Decoding policy for bytes (``"fallback"`` or ``"strict"``, see :mod:`llmc_splitters.inputs`).
+        errors: Decoding policy for bytes (``"fallback"`` or ``"strict"``, see :mod:`llmc_splitters.chunking.inputs`).
         overlap: Prose overlap ratio of the chunker.
         max_file_bytes: Files larger than this are split by lines, not parsed.
         summaries: Also emit file and class summary rows (searched in multi-stage retrieval).
@@ -137,7 +137,7 @@ def _versions() -> dict[str, str]:
 def settings_fingerprint(settings: IngestSettings | None = None) -> str:
     """A short, stable fingerprint of what determines the spans: settings, tokenizer, library and grammar versions.
 
-    Changing any of them changes every span id (and makes :class:`~llmc_splitters.manifest.ManifestState`
+    Changing any of them changes every span id (and makes :class:`~llmc_splitters.ingest.manifest.ManifestState`
     re-chunk every file), so records of different settings never mix under one id.
 
     Example:

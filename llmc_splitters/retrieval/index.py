@@ -231,7 +231,7 @@ class CodeIndex:
         chunker: Anything with ``chunk_tree(text, language=, path=) -> SpanTree`` (default
             :class:`~llmc_splitters.ASTChunker` with ``max_tokens`` and ``tokenizer``).
         max_tokens: Leaf size for the default chunker.
-        tokenizer: Token counter spec for the default chunker (see :func:`~llmc_splitters.tokens.resolve_tokenizer`).
+        tokenizer: Token counter spec for the default chunker (see :func:`~llmc_splitters.chunking.tokens.resolve_tokenizer`).
         summarizer: Optional ``summarizer(FileSummaryInput) -> str``; its text is added to each file summary.
         reset: Empty the collection first.
 
@@ -484,7 +484,7 @@ class CodeIndex:
     ) -> IndexReport:
         """Index files from disk; unchanged files are skipped.
 
-        Bytes are decoded by the chunker's policy (``errors=``, see :mod:`llmc_splitters.inputs`): UTF-8 (a BOM
+        Bytes are decoded by the chunker's policy (``errors=``, see :mod:`llmc_splitters.chunking.inputs`): UTF-8 (a BOM
         removed), else cp1252/Latin-1 so that nothing is lost. Binary files (NUL bytes, mostly control bytes) and,
         with ``errors="strict"``, undecodable ones are skipped and listed in :attr:`IndexReport.failed` with the
         reason, as are unreadable files and files the chunker fails on; the run goes on. Files are read, chunked and

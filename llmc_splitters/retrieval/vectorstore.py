@@ -15,7 +15,7 @@ Keys are ``{namespace}/r/{id}`` (records), ``{namespace}/p/{sha1(path)}/{id}`` (
 ``{namespace}/meta``; they use only ``[a-z0-9/-]``, as file-backed stores require.
 
 The same object is also an ingestion sink (``write``, ``delete_stale``, ``delete_paths``): see
-:class:`llmc_splitters.pipeline.LangChainSink`.
+:class:`llmc_splitters.ingest.pipeline.LangChainSink`.
 
 Example:
     >>> from langchain_core.embeddings import DeterministicFakeEmbedding
