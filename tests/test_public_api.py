@@ -119,7 +119,7 @@ import warnings  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DOCUMENTED = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "notebooks").glob("*.ipynb")),
-              REPO / "CHANGELOG.md"]
+]
 _DOTTED = re.compile(r"\bllmc_splitters(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 # Written in the docs as a pattern or an attribute of an instance, not as an import path.
 _NOT_PATHS = {"llmc_splitters.__all__"}
