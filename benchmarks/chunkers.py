@@ -352,7 +352,7 @@ def header_for(path: str, language: str, metadata: dict, max_tokens: int) -> str
 
 
 def make_ours_header(budget: int, reserve: int) -> ChunkerSpec:
-    """Our chunks with the library's context header (``llmc_splitters.headers.with_header``) within ``budget``.
+    """Our chunks with the library's context header (``llmc_splitters.chunking.headers.with_header``) within ``budget``.
 
     The chunker gets ``budget - reserve`` tokens, so every span has room for at least ``reserve`` header tokens;
     the header (path > breadcrumb, then enclosing signatures) is fitted so header + span <= ``budget``. Where the
@@ -360,7 +360,7 @@ def make_ours_header(budget: int, reserve: int) -> ChunkerSpec:
     """
     chunker = _ours(budget - reserve)
     try:
-        from llmc_splitters.headers import with_header
+        from llmc_splitters.chunking.headers import with_header
     except ImportError:
         with_header = None
 
@@ -375,7 +375,7 @@ def make_ours_header(budget: int, reserve: int) -> ChunkerSpec:
             out.append(RawChunk(s.text, s.start_char, s.end_char, header))
         return out
 
-    src = "llmc_splitters.headers.with_header" if with_header is not None else "a local header builder"
+    src = "llmc_splitters.chunking.headers.with_header" if with_header is not None else "a local header builder"
     return ChunkerSpec("llmc ASTChunker + header", fn, kind="ours",
                        note=f"ASTChunker(max_tokens={budget - reserve}) + context header via {src} "
                             f"(path > breadcrumb, enclosing signatures), header + chunk <= {budget} tokens")

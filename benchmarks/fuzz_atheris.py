@@ -34,7 +34,7 @@ except ImportError:  # pragma: no cover - optional tool
 
 with atheris.instrument_imports(include=["llmc_splitters"]):
     from llmc_splitters import ASTChunker, UndecodableInputError, UnsupportedInputError
-    from llmc_splitters.inputs import binary_reason, decode
+    from llmc_splitters.chunking.inputs import binary_reason, decode
 
 ROOT = Path(__file__).resolve().parents[1]
 WALL_LIMIT = 20.0

@@ -91,7 +91,7 @@ def _mktree(git_dir: Path, files: int, version: int, dirs: int = 1000) -> str:
 
 def _plan_child(git_dir: str, ref: str, state_dir: str, commit: bool) -> None:
     """Run in a fresh process: list the tree with git, plan against the state, print time and peak RSS."""
-    from llmc_splitters.manifest import ManifestState, git_manifest
+    from llmc_splitters.ingest.manifest import ManifestState, git_manifest
 
     rss0 = _rss_mb()
     t = time.perf_counter()
@@ -117,7 +117,7 @@ def _plan_child(git_dir: str, ref: str, state_dir: str, commit: bool) -> None:
 
 
 def _listing_child(git_dir: str, ref: str) -> None:
-    from llmc_splitters.manifest import git_manifest
+    from llmc_splitters.ingest.manifest import git_manifest
 
     t = time.perf_counter()
     n = sum(1 for _ in git_manifest(git_dir, ref=ref, sizes=False))
@@ -203,7 +203,7 @@ def bench_embed(n_texts: int) -> dict[str, Any]:
     import torch
 
     from llmc_splitters.ingest import BATCH_COLUMNS, IngestSettings, chunk_batch
-    from llmc_splitters.pipeline import EmbedStage
+    from llmc_splitters.ingest.pipeline import EmbedStage
     from llmc_splitters.retrieval.embeddings import MiniLMEmbedding
 
     files = stdlib_sample(2_000_000)
@@ -246,9 +246,9 @@ def bench_ray(max_bytes: int) -> dict[str, Any]:
     import ray
 
     from llmc_splitters.ingest import IngestSettings, settings_fingerprint
-    from llmc_splitters.manifest import ManifestState, filter_manifest, git_manifest
-    from llmc_splitters.pipeline import ChromaSink
-    from llmc_splitters.ray_ingest import run_ray
+    from llmc_splitters.ingest.manifest import ManifestState, filter_manifest, git_manifest
+    from llmc_splitters.ingest.pipeline import ChromaSink
+    from llmc_splitters.ingest.ray import run_ray
     from llmc_splitters.retrieval.embeddings import MiniLMEmbedding
 
     work = Path(tempfile.mkdtemp(prefix="llmc-ray-"))

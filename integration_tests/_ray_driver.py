@@ -14,9 +14,9 @@ import ray
 
 from _ray_helpers import CountingEmbedding
 from llmc_splitters.ingest import IngestSettings, settings_fingerprint
-from llmc_splitters.manifest import ManifestState, filter_manifest, git_manifest
-from llmc_splitters.pipeline import ChromaSink
-from llmc_splitters.ray_ingest import run_ray
+from llmc_splitters.ingest.manifest import ManifestState, filter_manifest, git_manifest
+from llmc_splitters.ingest.pipeline import ChromaSink
+from llmc_splitters.ingest.ray import run_ray
 
 SETTINGS = IngestSettings(max_tokens=128)
 

@@ -27,7 +27,7 @@ STDLIB_FILES = ("textwrap.py", "json/decoder.py", "base64.py", "shlex.py", "heap
 
 @pytest.fixture(scope="session")
 def cl100k():
-    from llmc_splitters.tokens import resolve_tokenizer
+    from llmc_splitters.chunking.tokens import resolve_tokenizer
 
     return resolve_tokenizer()
 

@@ -371,7 +371,8 @@ def test_special_and_unreadable_files(tmp_path, monkeypatch, capsys):
     (tmp_path / "dangling.py").symlink_to(tmp_path / "gone.py")
     os.mkfifo(tmp_path / "pipe.py")  # never opened (opening a FIFO would block)
     # Tests run as root in CI, where chmod 000 does not stop reads: make one file unreadable in the walk instead.
-    from llmc_splitters import cli, walk
+    from llmc_splitters import cli
+    from llmc_splitters.ingest import walk
 
     real = walk._read_head
 

@@ -271,7 +271,7 @@ def _last_progress(progress: pathlib.Path) -> dict | None:
 
 def _texts(tree: pathlib.Path) -> dict[str, str]:
     """What the index must hold: every .py file's decoded text (the binary file excluded)."""
-    from llmc_splitters.inputs import binary_reason, decode
+    from llmc_splitters.chunking.inputs import binary_reason, decode
 
     out = {}
     for p in sorted(tree.rglob("*.py")):

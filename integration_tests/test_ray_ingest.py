@@ -50,9 +50,9 @@ from tests.fakes import commit, git  # noqa: E402
 from _ray_helpers import CountingEmbedding, chroma_vectorstore, embedded_texts, file_docstore  # noqa: E402
 
 from llmc_splitters.ingest import IngestSettings, chunk_file, settings_fingerprint  # noqa: E402
-from llmc_splitters.manifest import ManifestState, filter_manifest, git_manifest  # noqa: E402
-from llmc_splitters.pipeline import ChromaSink, LangChainSink, run_local  # noqa: E402
-from llmc_splitters.ray_ingest import run_ray  # noqa: E402
+from llmc_splitters.ingest.manifest import ManifestState, filter_manifest, git_manifest  # noqa: E402
+from llmc_splitters.ingest.pipeline import ChromaSink, LangChainSink, run_local  # noqa: E402
+from llmc_splitters.ingest.ray import run_ray  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

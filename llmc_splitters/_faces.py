@@ -9,7 +9,7 @@ from enum import Enum
 from typing import Any
 
 from .errors import ConfigurationError
-from .languages import detect_language, get_spec, normalize_language
+from .chunking.languages import detect_language, get_spec, normalize_language
 
 DEFAULT_CHUNK_SIZE = 512
 DEFAULT_HEADER_RESERVE = 64

@@ -229,12 +229,12 @@ def _use_color(choice: str, stream: IO[str]) -> bool:
 
 
 def _cmd_chunk(args: argparse.Namespace) -> ExitCode:
-    from .chunker import ASTChunker
-    from .inputs import binary_reason
-    from .walk import walk
+    from .chunking.chunker import ASTChunker
+    from .chunking.inputs import binary_reason
+    from .ingest.walk import walk
 
     if args.language:
-        from .languages import get_spec
+        from .chunking.languages import get_spec
 
         try:
             get_spec(args.language)
@@ -502,8 +502,8 @@ class _Progress:
 
 
 def _cmd_index(args: argparse.Namespace) -> ExitCode:
-    from .languages import detect_language
-    from .walk import DEFAULT_INCLUDE, DEFAULT_SKIP_DIRS, WalkOptions, walk
+    from .chunking.languages import detect_language
+    from .ingest.walk import DEFAULT_INCLUDE, DEFAULT_SKIP_DIRS, WalkOptions, walk
 
     t0 = time.monotonic()
     root = Path(args.path)
@@ -697,7 +697,7 @@ def _short(text: str, n: int = 60) -> str:
 
 
 def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, list_all: bool) -> None:
-    from .walk import summarize_skips
+    from .ingest.walk import summarize_skips
 
     out: list[str] = []
     emb = "MiniLM (hybrid: BM25 + dense)" if summary["embedding"] == "minilm" else "none (lexical BM25 only)"

@@ -14,7 +14,7 @@ from helpers import DATA, corpus_files, words  # noqa: E402,F401 - re-exported f
 
 @pytest.fixture(scope="session")
 def cl100k():
-    from llmc_splitters.tokens import resolve_tokenizer
+    from llmc_splitters.chunking.tokens import resolve_tokenizer
 
     return resolve_tokenizer()
 

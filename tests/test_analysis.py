@@ -11,7 +11,7 @@ import pytest
 
 tlp = pytest.importorskip("tree_sitter_language_pack")
 
-from llmc_splitters.analysis import (  # noqa: E402
+from llmc_splitters.chunking.analysis import (  # noqa: E402
     body_placeholder,
     file_imports,
     header_end,

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from llmc_splitters import ASTChunker, LlmcError, UndecodableInputError, UnsupportedInputError
-from llmc_splitters.inputs import binary_reason, decode
+from llmc_splitters.chunking.inputs import binary_reason, decode
 
 pytestmark = pytest.mark.timeout(240)
 

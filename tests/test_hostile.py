@@ -9,7 +9,7 @@ import pytest
 from helpers import assert_valid_spans
 
 from llmc_splitters import ASTChunker, LlmcError, UndecodableInputError, UnsupportedInputError
-from llmc_splitters.inputs import binary_reason, decode
+from llmc_splitters.chunking.inputs import binary_reason, decode
 
 pytestmark = pytest.mark.timeout(60)
 

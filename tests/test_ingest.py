@@ -23,7 +23,7 @@ from llmc_splitters.ingest import (
     read_chunk_batch,
     settings_fingerprint,
 )
-from llmc_splitters.span import Span
+from llmc_splitters.chunking.span import Span
 
 S = IngestSettings(max_tokens=128)
 TEXTWRAP = (DATA / "python" / "textwrap.py").read_bytes()
@@ -216,7 +216,7 @@ def test_read_chunk_batch_reads_blobs_from_git_or_the_work_tree(tmp_path: Path) 
     _git(root, "init", "-q")
     _git(root, "add", ".")
     _git(root, "commit", "-qm", "x")
-    from llmc_splitters.manifest import git_manifest
+    from llmc_splitters.ingest.manifest import git_manifest
 
     entries = list(git_manifest(root))
     batch = {"root": [str(root)] * 2, "repository": ["", ""], "path": [e.path for e in entries],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from helpers import DATA
 
 from llmc_splitters import ASTChunker
-from llmc_splitters.tokens import resolve_tokenizer
+from llmc_splitters.chunking.tokens import resolve_tokenizer
 
 
 class CountingTokenizer:

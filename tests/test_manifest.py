@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from llmc_splitters.ingest import git_blob_sha
-from llmc_splitters.manifest import (
+from llmc_splitters.ingest.manifest import (
     ManifestEntry,
     ManifestError,
     ManifestState,

@@ -10,8 +10,8 @@ from helpers import DATA, words
 from helpers import assert_valid_spans, assert_valid_tree
 
 from llmc_splitters import ASTChunker, detect_language
-from llmc_splitters.headers import context_header
-from llmc_splitters.overlap import index_text
+from llmc_splitters.chunking.headers import context_header
+from llmc_splitters.chunking.overlap import index_text
 
 README = (DATA / "markdown" / "README.md").read_text(encoding="utf-8")
 GUIDE = (DATA / "markdown" / "guide.md").read_text(encoding="utf-8")

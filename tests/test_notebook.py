@@ -10,7 +10,7 @@ import pytest
 from helpers import assert_valid_spans
 
 from llmc_splitters import ASTChunker, LlmcError, MalformedNotebookError
-from llmc_splitters.notebook import chunk_notebook, read_notebook
+from llmc_splitters.chunking.notebook import chunk_notebook, read_notebook
 
 DATA = pathlib.Path(__file__).parent / "data"
 SHIPPED = DATA / "notebooks" / "tide-analysis.ipynb"

@@ -10,8 +10,8 @@ from helpers import DATA
 from helpers import assert_valid_spans
 
 from llmc_splitters import ASTChunker, ConfigurationError
-from llmc_splitters.headers import context_header
-from llmc_splitters.overlap import PROSE_KINDS, index_text, overlap_tail
+from llmc_splitters.chunking.headers import context_header
+from llmc_splitters.chunking.overlap import PROSE_KINDS, index_text, overlap_tail
 
 DESIGN = (DATA / "markdown" / "sync-design.md").read_text(encoding="utf-8")
 README = (DATA / "markdown" / "README.md").read_text(encoding="utf-8")

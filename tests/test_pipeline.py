@@ -15,8 +15,8 @@ from fakes import CountingEmbedding, commit, git  # noqa: E402
 from helpers import DATA  # noqa: E402
 from llmc_splitters.errors import ConfigurationError  # noqa: E402
 from llmc_splitters.ingest import IngestSettings, chunk_file, settings_fingerprint  # noqa: E402
-from llmc_splitters.manifest import ManifestState, filter_manifest, git_manifest  # noqa: E402
-from llmc_splitters.pipeline import ChromaSink, LangChainSink, run_local  # noqa: E402
+from llmc_splitters.ingest.manifest import ManifestState, filter_manifest, git_manifest  # noqa: E402
+from llmc_splitters.ingest.pipeline import ChromaSink, LangChainSink, run_local  # noqa: E402
 from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -209,7 +209,7 @@ def test_langchain_sink_feeds_a_retriever_over_the_same_stores(repo: Path, tmp_p
 def test_ray_is_an_optional_extra(monkeypatch, repo: Path, tmp_path: Path) -> None:
     import sys
 
-    import llmc_splitters.ray_ingest as ray_ingest
+    import llmc_splitters.ingest.ray as ray_ingest
     from llmc_splitters.errors import MissingDependencyError
 
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
@@ -217,8 +217,8 @@ def test_ray_is_an_optional_extra(monkeypatch, repo: Path, tmp_path: Path) -> No
     with pytest.raises(MissingDependencyError, match=r"llmc-splitters\[ray\]"):
         ray_ingest.run_ray(plan, ChromaSink(host="localhost"), roots=str(repo), settings=S)
     out = subprocess.run(
-        [sys.executable, "-c", "import sys, llmc_splitters.ray_ingest, llmc_splitters.pipeline, "
-         "llmc_splitters.ingest, llmc_splitters.manifest; print('ray' in sys.modules)"],
+        [sys.executable, "-c", "import sys, llmc_splitters.ingest.ray, llmc_splitters.ingest.pipeline, "
+         "llmc_splitters.ingest, llmc_splitters.ingest.manifest; print('ray' in sys.modules)"],
         check=True, capture_output=True, text=True,
     )
     assert out.stdout.strip() == "False", "importing the ingestion modules does not import Ray"

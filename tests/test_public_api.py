@@ -109,3 +109,106 @@ def test_importing_one_face_does_not_load_the_other_framework():
         """
     )
     assert loaded["li"] == []
+
+
+# ---------------------------------------------------------------------------------------------- module paths
+import importlib  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import warnings  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+DOCUMENTED = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "notebooks").glob("*.ipynb")),
+]
+_DOTTED = re.compile(r"\bllmc_splitters(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+# Written in the docs as a pattern or an attribute of an instance, not as an import path.
+_NOT_PATHS = {"llmc_splitters.__all__"}
+
+
+def _documented_paths() -> list[str]:
+    found: set[str] = set()
+    for f in DOCUMENTED:
+        if f.exists():
+            found.update(m.group(0) for m in _DOTTED.finditer(f.read_text(encoding="utf-8")))
+    return sorted(found - _NOT_PATHS)
+
+
+def _resolve(dotted: str) -> object:
+    """Import the longest module prefix of ``dotted``, then follow the rest as attributes."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:i]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ModuleNotFoundError(dotted)
+
+
+def test_every_documented_module_path_resolves():
+    paths = _documented_paths()
+    assert "llmc_splitters.ingest.ray.run_ray" in paths and "llmc_splitters.chunking.tokens" in paths
+    for dotted in paths:
+        if dotted.split(".")[1] in ("langchain", "llama_index"):
+            pytest.importorskip("langchain_text_splitters")
+            pytest.importorskip("llama_index.core")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)  # the docs name the new paths, not the moved ones
+            assert _resolve(dotted) is not None, dotted
+
+
+MOVED = {
+    "llmc_splitters.span": "llmc_splitters.chunking.span",
+    "llmc_splitters.tokens": "llmc_splitters.chunking.tokens",
+    "llmc_splitters.chunker": "llmc_splitters.chunking.chunker",
+    "llmc_splitters.inputs": "llmc_splitters.chunking.inputs",
+    "llmc_splitters.headers": "llmc_splitters.chunking.headers",
+    "llmc_splitters.notebook": "llmc_splitters.chunking.notebook",
+    "llmc_splitters.walk": "llmc_splitters.ingest.walk",
+    "llmc_splitters.manifest": "llmc_splitters.ingest.manifest",
+    "llmc_splitters.pipeline": "llmc_splitters.ingest.pipeline",
+    "llmc_splitters.ray_ingest": "llmc_splitters.ingest.ray",
+}
+
+
+def test_moved_module_paths_still_import_with_a_deprecation_warning():
+    loaded = _fresh(
+        f"""
+        import importlib, json, warnings
+        out = {{}}
+        for old, new in {MOVED!r}.items():
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                mod = importlib.import_module(old)
+            out[old] = [mod is importlib.import_module(new), [str(x.message) for x in w]]
+        from llmc_splitters.tokens import resolve_tokenizer
+        from llmc_splitters.ray_ingest import run_ray
+        out["names"] = [resolve_tokenizer.__module__, run_ray.__module__]
+        print(json.dumps(out))
+        """
+    )
+    names = loaded.pop("names")
+    assert names == ["llmc_splitters.chunking.tokens", "llmc_splitters.ingest.ray"]
+    for old, (same, messages) in loaded.items():
+        assert same, old
+        assert any("moved to " + MOVED[old] in m for m in messages), (old, messages)
+
+
+def test_every_name_of_every_all_resolves():
+    pytest.importorskip("langchain_text_splitters")
+    pytest.importorskip("llama_index.core")
+    for name in ("llmc_splitters", "llmc_splitters.retrieval", "llmc_splitters.ingest", "llmc_splitters.langchain",
+                 "llmc_splitters.llama_index"):
+        mod = importlib.import_module(name)
+        for attr in mod.__all__:
+            assert getattr(mod, attr) is not None, f"{name}.{attr}"
+
+
+def test_package_top_level_holds_only_layers_faces_and_errors():
+    top = REPO / "llmc_splitters"
+    modules = sorted(p.name for p in top.glob("*.py"))
+    packages = sorted(p.name for p in top.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert modules == ["__init__.py", "__main__.py", "_faces.py", "cli.py", "errors.py"]
+    assert {"chunking", "retrieval", "ingest", "langchain", "llama_index"} <= set(packages)

@@ -13,7 +13,7 @@ pytest.importorskip("bm25s")
 from fakes import CountingEmbedding  # noqa: E402
 
 from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding  # noqa: E402
-from llmc_splitters.tokens import resolve_tokenizer  # noqa: E402
+from llmc_splitters.chunking.tokens import resolve_tokenizer  # noqa: E402
 
 CLIENT_JS = """\
 import axios from "axios";

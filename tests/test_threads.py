@@ -51,7 +51,7 @@ def _outcome(chunker: ASTChunker, path: str, text: str):
 
 
 def _cold_caches() -> None:
-    from llmc_splitters import _grammar, analysis, languages
+    from llmc_splitters.chunking import _grammar, analysis, languages
 
     _grammar.load_language.cache_clear()
     _grammar.has_grammar.cache_clear()

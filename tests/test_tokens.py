@@ -10,7 +10,7 @@ import pytest
 from helpers import DATA
 
 from llmc_splitters import ConfigurationError
-from llmc_splitters.tokens import CallableTokenizer, resolve_tokenizer
+from llmc_splitters.chunking.tokens import CallableTokenizer, resolve_tokenizer
 
 
 def clean_line_starts(data: bytes) -> list[int]:
@@ -55,7 +55,7 @@ def test_slices_between_clean_line_starts_add_up_exactly(cl100k):
 def test_slices_inside_lines_are_counted_exactly_off_the_whole_encoding(cl100k):
     # Slices that start or end mid-line (a block after `) {`, a def after `export `): the engine encodes only the
     # partial lines and reads the rest off the whole file's encoding; every count is re-checked by encoding.
-    from llmc_splitters._engine import Engine
+    from llmc_splitters.chunking._engine import Engine
 
     rng = random.Random(11)
     read_off = checked = 0

@@ -1,4 +1,4 @@
-"""``llmc_splitters.walk``: which files of a tree are indexed, and the reason recorded for every other one."""
+"""``llmc_splitters.ingest.walk``: which files of a tree are indexed, and the reason recorded for every other one."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pathspec")
 
 from llmc_splitters.errors import ConfigurationError  # noqa: E402
-from llmc_splitters.walk import DEFAULT_SKIP_DIRS, WalkOptions, generated_marker, walk  # noqa: E402
+from llmc_splitters.ingest.walk import DEFAULT_SKIP_DIRS, WalkOptions, generated_marker, walk  # noqa: E402
 
 
 def put(root: Path, rel: str, content: str | bytes = "x = 1\n") -> Path:

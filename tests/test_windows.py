@@ -13,7 +13,7 @@ import pytest
 import tree_sitter_language_pack as tslp
 from helpers import DATA, assert_valid_spans, assert_valid_tree
 
-import llmc_splitters.chunker as chunker_module
+import llmc_splitters.chunking.chunker as chunker_module
 from llmc_splitters import ASTChunker
 
 BUDGET = 128

@@ -26,10 +26,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/test_langchain_splitter.py
     raise missing_dependency(exc.name or "langchain-text-splitters", "langchain") from exc
 
-from ..chunker import ASTChunker
-from ..headers import with_header
-from ..span import Span
-from ..tokens import Tokenizer, resolve_tokenizer
+from ..chunking.chunker import ASTChunker
+from ..chunking.headers import with_header
+from ..chunking.span import Span
+from ..chunking.tokens import Tokenizer, resolve_tokenizer
 
 __all__ = ["PATH_KEYS", "CodeTextSplitter"]
 

@@ -39,10 +39,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/test_llama_index_node_parser.py
     raise missing_dependency(exc.name or "llama-index-core", "llama-index") from exc
 
-from ..chunker import ASTChunker
-from ..headers import fit_header, context_header
-from ..span import Span, SpanTree
-from ..tokens import TiktokenTokenizer, Tokenizer, resolve_tokenizer
+from ..chunking.chunker import ASTChunker
+from ..chunking.headers import fit_header, context_header
+from ..chunking.span import Span, SpanTree
+from ..chunking.tokens import TiktokenTokenizer, Tokenizer, resolve_tokenizer
 
 __all__ = ["CodeNodeParser", "PATH_KEYS"]
 

@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, LlmcError, UnsupportedInputError
-from ..inputs import decode
-from ..span import Span, SpanTree
+from ..chunking.inputs import decode
+from ..chunking.span import Span, SpanTree
 from .embeddings import Embedding, bounded_view
 from .expand import HitContext, Scope, Snippet
 from .fuse import DEFAULT_RRF_K, reciprocal_rank_fusion
@@ -231,7 +231,7 @@ class CodeIndex:
         chunker: Anything with ``chunk_tree(text, language=, path=) -> SpanTree`` (default
             :class:`~llmc_splitters.ASTChunker` with ``max_tokens`` and ``tokenizer``).
         max_tokens: Leaf size for the default chunker.
-        tokenizer: Token counter spec for the default chunker (see :func:`~llmc_splitters.tokens.resolve_tokenizer`).
+        tokenizer: Token counter spec for the default chunker (see :func:`~llmc_splitters.chunking.tokens.resolve_tokenizer`).
         summarizer: Optional ``summarizer(FileSummaryInput) -> str``; its text is added to each file summary.
         reset: Empty the collection first.
 
@@ -264,7 +264,7 @@ class CodeIndex:
             )
             raise ConfigurationError(msg)
         if chunker is None:
-            from ..chunker import ASTChunker
+            from ..chunking.chunker import ASTChunker
 
             chunker = ASTChunker(max_tokens=max_tokens, tokenizer=tokenizer, analyze=True)
         self.chunker = chunker
@@ -484,7 +484,7 @@ class CodeIndex:
     ) -> IndexReport:
         """Index files from disk; unchanged files are skipped.
 
-        Bytes are decoded by the chunker's policy (``errors=``, see :mod:`llmc_splitters.inputs`): UTF-8 (a BOM
+        Bytes are decoded by the chunker's policy (``errors=``, see :mod:`llmc_splitters.chunking.inputs`): UTF-8 (a BOM
         removed), else cp1252/Latin-1 so that nothing is lost. Binary files (NUL bytes, mostly control bytes) and,
         with ``errors="strict"``, undecodable ones are skipped and listed in :attr:`IndexReport.failed` with the
         reason, as are unreadable files and files the chunker fails on; the run goes on. Files are read, chunked and
@@ -1305,7 +1305,7 @@ def _analyze(tree: SpanTree, data: bytes) -> _FileInfo:
     ``imports``/``module_names``; leaves: ``identifiers``/``references``; class spans: ``skeleton``,
     ``header_end_byte``), that data is used instead and only what is missing is computed here.
     """
-    from .. import analysis
+    from ..chunking import analysis
 
     info = _FileInfo()
     root_span = tree.root
@@ -1314,7 +1314,7 @@ def _analyze(tree: SpanTree, data: bytes) -> _FileInfo:
     language = root_span.language
     grammar = None
     try:
-        from ..languages import get_spec
+        from ..chunking.languages import get_spec
 
         grammar = get_spec(language).grammar
     except Exception:  # noqa: BLE001 - unknown language: no analysis, plain retrieval still works
@@ -1332,7 +1332,7 @@ def _analyze(tree: SpanTree, data: bytes) -> _FileInfo:
     if grammar and not complete:
         # Only for a chunker that did not record the analysis (ASTChunker(analyze=True) does).
         try:
-            from .._grammar import get_parser
+            from ..chunking._grammar import get_parser
 
             node_root = get_parser(grammar).parse(data).root_node
         except Exception:  # noqa: BLE001 - a grammar that fails to load only costs the expansion

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..tokens import resolve_tokenizer
+from ..chunking.tokens import resolve_tokenizer
 from .embeddings import Embedding
 from .expand import DEFAULT_MARKER, Expansion, HitContext, Piece, Snippet, expand, render_marker
 from .index import DEFAULT_INCLUDE, CodeIndex, FileSummaryInput, Hit, IndexReport, SearchResult

@@ -4,7 +4,7 @@ Everything the index needs lives in one Chroma collection, so nothing else has t
 
 * ``documents`` hold each record's text (a leaf's source, a parent's source, a summary);
 * ``metadatas`` hold flat, filterable keys (``role``, ``path``, ``kind``, ``symbol``, lines, ``file_hash``...) and a
-  JSON copy of the span (``span_json``: every :class:`~llmc_splitters.span.Span` field but ``text``, with its
+  JSON copy of the span (``span_json``: every :class:`~llmc_splitters.chunking.span.Span` field but ``text``, with its
   metadata: parent link, skeleton, imports used...);
 * ``embeddings`` are always passed in explicitly. Chroma's default embedding function (which downloads a model) is
   never used; records that are not searched densely (parents), and every record in lexical-only mode, get a

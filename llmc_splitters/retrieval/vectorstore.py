@@ -15,7 +15,7 @@ Keys are ``{namespace}/r/{id}`` (records), ``{namespace}/p/{sha1(path)}/{id}`` (
 ``{namespace}/meta``; they use only ``[a-z0-9/-]``, as file-backed stores require.
 
 The same object is also an ingestion sink (``write``, ``delete_stale``, ``delete_paths``): see
-:class:`llmc_splitters.pipeline.LangChainSink`.
+:class:`llmc_splitters.ingest.pipeline.LangChainSink`.
 
 Example:
     >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -103,7 +103,7 @@ def _embed_text(document: str, meta: dict[str, Any]) -> str:
     """What the index embeds for a searched record: for a leaf its path, symbol and text; a summary as it is."""
     if meta.get("role") != "leaf":
         return document
-    from ..span import Span
+    from ..chunking.span import Span
     from .index import _leaf_view
 
     raw = meta.get("span_json")

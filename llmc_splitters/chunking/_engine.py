@@ -8,7 +8,7 @@ Algorithm (cAST-style, iterative so that deep nesting cannot overflow Python's s
    (no blank line between) belong to it.
 3. A child over budget is split along its own children, recursively. An over-budget definition opens a *scope*
    (a structural span: its pieces' parent). A node with no children that is still over budget is cut by lines,
-   then by tokens (:mod:`llmc_splitters.fallback`).
+   then by tokens (:mod:`llmc_splitters.chunking.fallback`).
 4. Adjacent glue units of the same scope are merged greedily up to the budget, preferring cuts at blank lines;
    imports are not merged with other statements.
 
@@ -161,7 +161,7 @@ class Engine:
         """The count of a slice, mostly read off one encoding of the whole file.
 
         With cl100k the tokens of a slice between clean line starts are exactly the whole file's tokens inside it
-        (see :data:`llmc_splitters.tokens._CL100K_PATTERN`), so the file is encoded once and such slices cost
+        (see :data:`llmc_splitters.chunking.tokens._CL100K_PATTERN`), so the file is encoded once and such slices cost
         nothing. A slice that starts or ends inside a line is split at its first and last line starts that
         separate tokens in any text holding them (:meth:`_separator`): only the partial lines are encoded.
         """

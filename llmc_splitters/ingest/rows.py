@@ -12,7 +12,7 @@ Everything here is a pure, picklable, module-level function of its arguments, so
   allow. Values are strings and integers only (``metadata`` is a JSON string), so they convert to Arrow, pandas
   and Spark columns unchanged.
 * :func:`read_chunk_batch` reads the bytes first (from git's object store by blob SHA, or from a work tree), for
-  batches of manifest entries (:mod:`llmc_splitters.manifest`).
+  batches of manifest entries (:mod:`llmc_splitters.ingest.manifest`).
 
 Ids make re-ingestion a no-op. A span row's id is a UUID string derived from the repository, the path, the git blob
 SHA of the file's content, the span's byte range, its role and kind, and the fingerprint of the chunking settings
@@ -44,9 +44,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigurationError, LlmcError
-from .inputs import ERRORS, binary_reason, decode
-from .span import Span, SpanTree, span_id
+from ..errors import ConfigurationError, LlmcError
+from ..chunking.inputs import ERRORS, binary_reason, decode
+from ..chunking.span import Span, SpanTree, span_id
 
 __all__ = [
     "BATCH_COLUMNS",
@@ -87,7 +87,7 @@ class IngestSettings:
         max_tokens: Leaf budget of the :class:`~llmc_splitters.ASTChunker`.
         tokenizer: A tiktoken encoding name, or ``None`` for cl100k (offline-safe). A name, not an object, so the
             settings pickle and fingerprint.
-        errors: Decoding policy for bytes (``"fallback"`` or ``"strict"``, see :mod:`llmc_splitters.inputs`).
+        errors: Decoding policy for bytes (``"fallback"`` or ``"strict"``, see :mod:`llmc_splitters.chunking.inputs`).
         overlap: Prose overlap ratio of the chunker.
         max_file_bytes: Files larger than this are split by lines, not parsed.
         summaries: Also emit file and class summary rows (searched in multi-stage retrieval).
@@ -123,7 +123,7 @@ class IngestSettings:
 def _versions() -> dict[str, str]:
     from importlib import metadata
 
-    from . import __version__
+    from .. import __version__
 
     out = {"llmc_splitters": __version__, "rows": str(ROW_SCHEMA_VERSION)}
     for dist in ("tree-sitter", "tree-sitter-language-pack"):
@@ -137,7 +137,7 @@ def _versions() -> dict[str, str]:
 def settings_fingerprint(settings: IngestSettings | None = None) -> str:
     """A short, stable fingerprint of what determines the spans: settings, tokenizer, library and grammar versions.
 
-    Changing any of them changes every span id (and makes :class:`~llmc_splitters.manifest.ManifestState`
+    Changing any of them changes every span id (and makes :class:`~llmc_splitters.ingest.manifest.ManifestState`
     re-chunk every file), so records of different settings never mix under one id.
 
     Example:
@@ -233,7 +233,7 @@ def _chunker(settings: IngestSettings) -> Any:
     with _chunkers_lock:
         c = _chunkers.get(settings)
         if c is None:
-            from .chunker import ASTChunker
+            from ..chunking.chunker import ASTChunker
 
             c = ASTChunker(
                 settings.max_tokens, settings.tokenizer,
@@ -296,7 +296,7 @@ def _rows(
     settings: IngestSettings,
 ) -> list[dict[str, Any]]:
     """Rows laid out like :class:`~llmc_splitters.retrieval.CodeIndex` records, with ingestion ids."""
-    from .retrieval.index import (
+    from ..retrieval.index import (
         _CLASS_KINDS,
         _analyze,
         _derived_id,
@@ -308,7 +308,7 @@ def _rows(
 
     from types import SimpleNamespace
 
-    from .retrieval.index import CodeIndex
+    from ..retrieval.index import CodeIndex
 
     # CodeIndex's own settings string (what it compares to skip unchanged files), computed by its own code.
     index_fp = CodeIndex.settings_fingerprint.fget(SimpleNamespace(chunker=_chunker(settings)))  # type: ignore[attr-defined]

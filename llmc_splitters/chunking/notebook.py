@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import MalformedNotebookError, UnsupportedInputError
+from ..errors import MalformedNotebookError, UnsupportedInputError
 from .languages import detect_language, get_spec, normalize_language
 from .span import Span, span_id
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from . import fallback
 from ._engine import _CLASS_LIKE, Engine, Leaf, Scope, _string_statement, parse
-from .errors import ConfigurationError, UnsupportedInputError
+from ..errors import ConfigurationError, UnsupportedInputError
 from .inputs import ERRORS, decode
 from .languages import LanguageSpec, detect_language, get_spec, normalize_language
 from .overlap import add_overlap
@@ -60,13 +60,13 @@ class ASTChunker:
             at top-level boundaries, one syntax tree at a time, which bounds memory (the file span records
             ``metadata["windows"]``).
         errors: Decoding policy for ``bytes`` input: ``"fallback"`` (UTF-8, else cp1252/Latin-1, recorded in
-            metadata) or ``"strict"`` (raise :class:`UndecodableInputError`). See :mod:`llmc_splitters.inputs`.
+            metadata) or ``"strict"`` (raise :class:`UndecodableInputError`). See :mod:`llmc_splitters.chunking.inputs`.
         analyze: Also record what retrieval needs, from the same parse: the file span's ``imports`` and
             ``module_names``; each leaf's ``identifiers`` and ``references``; each split definition's
-            ``header_end_byte`` and, for classes, its ``skeleton`` (see :mod:`llmc_splitters.analysis`).
+            ``header_end_byte`` and, for classes, its ``skeleton`` (see :mod:`llmc_splitters.chunking.analysis`).
         overlap: Where prose had to be split (Markdown sections, plain text), each piece gets the tail of the
             piece before it, about ``overlap * max_tokens`` tokens, in ``metadata["overlap"]`` (never in
-            ``text``); code never does. ``0`` turns it off (see :mod:`llmc_splitters.overlap`).
+            ``text``); code never does. ``0`` turns it off (see :mod:`llmc_splitters.chunking.overlap`).
 
     Example:
         >>> chunker = ASTChunker(max_tokens=256)

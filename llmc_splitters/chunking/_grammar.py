@@ -10,7 +10,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from .errors import MissingDependencyError
+from ..errors import MissingDependencyError
 
 _local = threading.local()
 _lock = threading.Lock()
@@ -61,5 +61,5 @@ def load_query(grammar: str, stem: str) -> Any:
     """The compiled query ``queries/<stem>.scm`` for ``grammar`` (queries are immutable and shareable)."""
     import tree_sitter
 
-    source = resources.files("llmc_splitters").joinpath("queries", f"{stem}.scm").read_text(encoding="utf-8")
+    source = resources.files(__package__).joinpath("queries", f"{stem}.scm").read_text(encoding="utf-8")
     return tree_sitter.Query(load_language(grammar), source)

@@ -2,7 +2,7 @@
 
 Install with ``pip install 'llmc-splitters[ray]'``; Ray is imported only when :func:`run_ray` runs.
 
-The pipeline is one streaming Ray Data job over the planned files (:class:`~llmc_splitters.manifest.Plan`):
+The pipeline is one streaming Ray Data job over the planned files (:class:`~llmc_splitters.ingest.manifest.Plan`):
 
 1. ``map_batches(read_chunk_batch)`` as tasks, ``files_per_batch`` files each: read the blobs (from git's object
    store by SHA, or the work tree) and chunk them (:mod:`llmc_splitters.ingest`, the same function a process pool
@@ -18,7 +18,7 @@ The pipeline is one streaming Ray Data job over the planned files (:class:`~llmc
    manifest is committed.
 
 Ids are deterministic (:mod:`llmc_splitters.ingest`), so re-running is a no-op and a run killed at any point is
-completed by running it again (see :class:`~llmc_splitters.manifest.ManifestState`). Chroma's embedded
+completed by running it again (see :class:`~llmc_splitters.ingest.manifest.ManifestState`). Chroma's embedded
 ``PersistentClient`` is not safe across processes; use a server (``chroma run``) with :class:`~llmc_splitters.
 pipeline.ChromaSink` ``(host=...)``.
 
@@ -40,8 +40,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import ConfigurationError, missing_dependency
-from .ingest import IngestSettings, read_chunk_batch
+from ..errors import ConfigurationError, missing_dependency
+from .rows import IngestSettings, read_chunk_batch
 from .manifest import ManifestState, Plan
 from .pipeline import (
     EmbedStage,
@@ -143,15 +143,15 @@ def run_ray(
     """Carry out a plan on a Ray cluster (``ray.init`` first, or Ray starts a local one).
 
     Args:
-        plan: From :meth:`~llmc_splitters.manifest.ManifestState.plan`.
-        sink: :class:`~llmc_splitters.pipeline.ChromaSink` with ``host=`` (a server), or
-            :class:`~llmc_splitters.pipeline.LangChainSink`.
+        plan: From :meth:`~llmc_splitters.ingest.manifest.ManifestState.plan`.
+        sink: :class:`~llmc_splitters.ingest.pipeline.ChromaSink` with ``host=`` (a server), or
+            :class:`~llmc_splitters.ingest.pipeline.LangChainSink`.
         roots: Checkout directory per repository (or one for all), readable by every worker (shared disk; with
             ``source="git"`` only the ``.git`` object store is read).
         settings: Chunking settings (the plan's fingerprint must match).
         embedding_factory: Picklable no-argument callable building the embedding model inside each embed actor
             (``MiniLMEmbedding``, ``functools.partial(...)``); ``None`` writes lexical-only records (or lets a
-            :class:`~llmc_splitters.pipeline.LangChainSink`'s vector store embed).
+            :class:`~llmc_splitters.ingest.pipeline.LangChainSink`'s vector store embed).
         state: Commit the manifest here when the run succeeded.
         source: ``"git"`` or ``"worktree"`` (see :func:`~llmc_splitters.ingest.read_chunk_batch`).
         files_per_batch: Files per chunking task.
@@ -164,7 +164,7 @@ def run_ray(
         embed_batch_size: Rows per embed call.
         embed_model_batch: Texts per model call inside an actor.
         write_concurrency: Concurrent writers: tasks for a Chroma server (a client is cheap to open; each pooled
-            worker keeps its own), actors for a :class:`~llmc_splitters.pipeline.LangChainSink` (its vector store
+            worker keeps its own), actors for a :class:`~llmc_splitters.ingest.pipeline.LangChainSink` (its vector store
             embeds, so its model loads once per actor).
         write_num_cpus: CPUs per writer.
         write_batch_size: Rows per write call (the writer splits it further to the store's maximum batch).
@@ -172,7 +172,7 @@ def run_ray(
             after deletions and at the end; default: log lines.
 
     Returns:
-        The :class:`~llmc_splitters.pipeline.IngestSummary`.
+        The :class:`~llmc_splitters.ingest.pipeline.IngestSummary`.
 
     Raises:
         MissingDependencyError: Ray is not installed (``pip install 'llmc-splitters[ray]'``).

@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .errors import UnsupportedInputError
+from ..errors import UnsupportedInputError
 
 
 @dataclass(frozen=True)

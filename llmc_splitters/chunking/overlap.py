@@ -4,7 +4,7 @@ When a Markdown section or a plain-text document is too long for one span, its p
 before their first line. Overlap gives each such piece the tail of the piece before it (about ``ratio`` times the
 token budget, cut at a sentence or word boundary), so that a reader or an embedding model sees the thought it
 continues. Code never gets overlap: a split definition carries the signatures of its parents instead
-(``metadata["context"]``, see :mod:`llmc_splitters.headers`).
+(``metadata["context"]``, see :mod:`llmc_splitters.chunking.headers`).
 
 Overlap never enters a leaf's ``text``, so the leaves still tile the input exactly. It lives in
 ``metadata["overlap"]`` (a suffix of the previous leaf's text, so ``overlap + text`` is a contiguous slice of the

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ConfigurationError, UndecodableInputError, UnsupportedInputError
+from ..errors import ConfigurationError, UndecodableInputError, UnsupportedInputError
 
 _SNIFF = 8192
 _TEXT_CONTROLS = frozenset(b"\t\n\r\f\b\x1b")

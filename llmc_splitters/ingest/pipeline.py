@@ -4,10 +4,10 @@ The stages are plain callables over columnar batches (dicts of equal-length colu
 
 * here, in :func:`run_local`: chunking in a ``ProcessPoolExecutor`` (or serially), embedding and writing in this
   process;
-* on Ray Data, in :func:`llmc_splitters.ray_ingest.run_ray`: chunking as ``map_batches`` tasks, :class:`EmbedStage`
+* on Ray Data, in :func:`llmc_splitters.ingest.ray.run_ray`: chunking as ``map_batches`` tasks, :class:`EmbedStage`
   and :class:`WriteStage` as actor pools, every write done by the workers.
 
-A run is planned first (:class:`~llmc_splitters.manifest.ManifestState`), then
+A run is planned first (:class:`~llmc_splitters.ingest.manifest.ManifestState`), then
 
 1. **chunk**: :func:`~llmc_splitters.ingest.read_chunk_batch` (span rows + one status row per file);
 2. **embed**: :class:`EmbedStage` (the model is loaded once per stage instance; vectors of unchanged texts come from
@@ -18,7 +18,7 @@ A run is planned first (:class:`~llmc_splitters.manifest.ManifestState`), then
 
 A run killed at any point is redone by the next one: ids are deterministic (writes are upserts), old versions are
 deleted only after the new rows are written, and the manifest is committed last (the paths a dead run touched are
-re-processed, see :class:`~llmc_splitters.manifest.ManifestState`).
+re-processed, see :class:`~llmc_splitters.ingest.manifest.ManifestState`).
 
 Sinks are small picklable descriptions (no client inside) that each worker turns into a connection:
 :class:`ChromaSink` (a Chroma server through ``HttpClient``; parents and skeletons go to the same collection, never
@@ -37,8 +37,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import ConfigurationError, LlmcError
-from .ingest import (
+from ..errors import ConfigurationError, LlmcError
+from .rows import (
     BATCH_COLUMNS,
     SEARCHED_ROLES,
     IngestSettings,
@@ -48,7 +48,7 @@ from .ingest import (
     settings_fingerprint,
 )
 from .manifest import ManifestEntry, ManifestState, Plan
-from .retrieval.store import Record
+from ..retrieval.store import Record
 
 __all__ = [
     "ChromaSink",
@@ -215,7 +215,7 @@ class ChromaSink:
 
     def connect(self, embedding: str | None) -> _ChromaConnection:
         """Open the collection for vectors of ``embedding`` (``None``: open it as it is, for deletions)."""
-        from .retrieval.store import ChromaStore
+        from ..retrieval.store import ChromaStore
 
         if self.host is not None:
             store = ChromaStore(host=self.host, port=self.port, collection=self.collection, ssl=self.ssl,
@@ -260,7 +260,7 @@ class LangChainSink:
 
     def connect(self, embedding: str | None) -> Any:
         """Build the stores and wrap them (``embedding`` is checked against the docstore's record of it)."""
-        from .retrieval.vectorstore import VectorStoreAdapter
+        from ..retrieval.vectorstore import VectorStoreAdapter
 
         adapter = VectorStoreAdapter(self.vectorstore_factory(), self.docstore_factory(), namespace=self.namespace)
         adapter.open(embedding or adapter.embedding.name)
@@ -309,8 +309,8 @@ class EmbedStage:
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         import numpy as np
 
-        from .retrieval.embeddings import bounded_view
-        from .retrieval.index import _sha
+        from ..retrieval.embeddings import bounded_view
+        from ..retrieval.index import _sha
 
         n = _json_rows(batch)
         out: dict[str, Any] = {c: list(batch[c]) for c in BATCH_COLUMNS}
@@ -680,7 +680,7 @@ def run_local(
     """Carry out a plan on this machine: chunk in a process pool, embed and write here.
 
     Args:
-        plan: From :meth:`~llmc_splitters.manifest.ManifestState.plan` (its fingerprint must match ``settings``).
+        plan: From :meth:`~llmc_splitters.ingest.manifest.ManifestState.plan` (its fingerprint must match ``settings``).
         sink: A :class:`ChromaSink` (server or embedded directory) or :class:`LangChainSink`.
         roots: Local checkout per repository (or one directory).
         settings: Chunking settings.

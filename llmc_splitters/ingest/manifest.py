@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from .errors import ConfigurationError, LlmcError
+from ..errors import ConfigurationError, LlmcError
 
 __all__ = [
     "DEFAULT_EXCLUDE",

@@ -19,7 +19,7 @@ from itertools import accumulate
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import ConfigurationError, MissingDependencyError
+from ..errors import ConfigurationError, MissingDependencyError
 
 TokenCounter = Callable[[str], int]
 _PIECE_CHARS = 1 << 18  # encode large texts a quarter million characters at a time

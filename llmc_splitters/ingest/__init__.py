@@ -1,0 +1,36 @@
+"""Ingestion: walking a tree (:mod:`.walk`), git manifests (:mod:`.manifest`), per-file span rows (:mod:`.rows`),
+the local process-pool pipeline (:mod:`.pipeline`) and Ray Data (:mod:`.ray`).
+
+The per-file row functions are re-exported here, so ``from llmc_splitters.ingest import chunk_file`` works as it
+did when they lived in one ``ingest`` module. Ray and the stores load only when a pipeline runs.
+"""
+
+from .rows import (
+    BATCH_COLUMNS,
+    SPARK_SCHEMA,
+    FileRows,
+    IngestSettings,
+    chunk_batch,
+    chunk_file,
+    display_path,
+    file_version,
+    git_blob_sha,
+    read_chunk_batch,
+    rows_to_columns,
+    settings_fingerprint,
+)
+
+__all__ = [
+    "BATCH_COLUMNS",
+    "FileRows",
+    "IngestSettings",
+    "SPARK_SCHEMA",
+    "chunk_batch",
+    "chunk_file",
+    "display_path",
+    "file_version",
+    "git_blob_sha",
+    "read_chunk_batch",
+    "rows_to_columns",
+    "settings_fingerprint",
+]
