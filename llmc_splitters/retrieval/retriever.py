@@ -14,6 +14,7 @@ from ..errors import ConfigurationError
 from ..chunking.tokens import resolve_tokenizer
 from .embeddings import Embedding
 from .expand import DEFAULT_MARKER, Expansion, HitContext, Piece, Snippet, expand, render_marker
+from .filters import SearchFilter
 from .index import DEFAULT_INCLUDE, CodeIndex, FileSummaryInput, Hit, IndexReport, SearchResult
 from .store import ChromaStore
 
@@ -50,17 +51,18 @@ class Result:
 class CodeRetriever:
     """Index source code and retrieve hits expanded with their class skeleton and the imports they use.
 
-    The index lives in Chroma: an embedded store at ``path``, a server at ``host``/``port``, a ready ``client``, a
-    :class:`ChromaStore`, or (with none of these) memory. ``embedding=None`` gives a lexical-only (BM25) retriever
-    that needs no model; with an :class:`~llmc_splitters.retrieval.embeddings.Embedding` (for example
+    The index lives in the directory ``path`` (spans and BM25 postings; with an embedding, vectors in embedded
+    Chroma under ``path/chroma``, or on a server at ``host``/``port``, a ready ``client`` or :class:`ChromaStore`);
+    with no ``path`` it is private and temporary. ``embedding=None`` gives a lexical-only (BM25) retriever that needs
+    no model and no Chroma; with an :class:`~llmc_splitters.retrieval.embeddings.Embedding` (for example
     :class:`~llmc_splitters.retrieval.embeddings.MiniLMEmbedding`) search is hybrid.
 
     Args:
-        path: Directory of an embedded Chroma store.
-        host: Chroma server host.
+        path: The index directory (``None``: temporary).
+        host: Chroma server host for the vectors (needs ``path`` and an ``embedding``).
         port: Chroma server port.
-        client: A ready Chroma client.
-        store: A ready :class:`ChromaStore` (or give ``index=``).
+        client: A ready Chroma client for the vectors.
+        store: A ready :class:`ChromaStore` (or another vector store) for the vectors.
         index: A ready :class:`CodeIndex` to retrieve from.
         collection: Chroma collection name.
         embedding: Embedding model, or ``None`` for lexical only.
@@ -116,12 +118,19 @@ class CodeRetriever:
             msg = "index= already holds its store, embedding and chunker; do not also pass path/host/client/store/embedding/chunker"
             raise ConfigurationError(msg)
         if index is None:
-            if store is None:
-                store = ChromaStore(
-                    str(path) if path is not None else None, host=host, port=port, client=client, collection=collection
-                )
+            remote = host is not None or client is not None or store is not None
+            if remote and embedding is None and not getattr(store, "embeds_itself", False):
+                msg = ("host/client/store= say where vectors go, but embedding=None keeps no vectors (a lexical index "
+                       "lives in path= alone); pass an embedding, or drop host/client/store")
+                raise ConfigurationError(msg)
+            if remote and path is None:
+                msg = ("a vector store outlives this process, but the spans and the lexical index live in a local "
+                       "directory: pass path=DIR too (or drop host/client/store for a temporary index)")
+                raise ConfigurationError(msg)
+            if store is None and (host is not None or client is not None):
+                store = ChromaStore(host=host, port=port, client=client, collection=collection)
             index = CodeIndex(
-                store, embedding=embedding, chunker=chunker, max_tokens=max_tokens, tokenizer=tokenizer,
+                path, vectors=store, embedding=embedding, chunker=chunker, max_tokens=max_tokens, tokenizer=tokenizer,
                 summarizer=summarizer,
             )
         self.index = index
@@ -160,9 +169,12 @@ class CodeRetriever:
 
     # ------------------------------------------------------------------------------------------------- querying
 
-    def search(self, query: str, k: int | None = None, *, multi_stage: bool | None = None) -> SearchResult:
-        """Ranked leaf hits with scores and a confidence; see :meth:`CodeIndex.search`."""
-        return self.index.search(query, k or self.k, multi_stage=self.multi_stage if multi_stage is None else multi_stage)
+    def search(self, query: str, k: int | None = None, *, multi_stage: bool | None = None,
+               path: str | None = None, language: str | None = None, kind: str | None = None,
+               filters: SearchFilter | Mapping[str, Any] | None = None) -> SearchResult:
+        """Ranked leaf hits with scores and a confidence; see :meth:`CodeIndex.search` (filters included)."""
+        return self.index.search(query, k or self.k, multi_stage=self.multi_stage if multi_stage is None else multi_stage,
+                                 path=path, language=language, kind=kind, filters=filters)
 
     def get_symbol(self, name: str, path: str | None = None) -> list[Snippet]:
         """Exact slices of a qualified symbol, no search; see :meth:`CodeIndex.get_symbol`."""
@@ -180,6 +192,10 @@ class CodeRetriever:
         *,
         multi_stage: bool | None = None,
         expand_context: bool = True,
+        path: str | None = None,
+        language: str | None = None,
+        kind: str | None = None,
+        filters: SearchFilter | Mapping[str, Any] | None = None,
     ) -> Result:
         """Search, then expand the ``k`` best hits into a context of at most ``max_context_tokens`` tokens.
 
@@ -195,6 +211,10 @@ class CodeRetriever:
                 context, markers included.
             multi_stage: Override the search mode.
             expand_context: ``False`` returns the hits only (still within the budget).
+            path: Only files under this path prefix or matching this glob (inside the searches).
+            language: Only spans of this language.
+            kind: Only spans of this kind.
+            filters: The same filters as a :class:`SearchFilter` or a dict.
 
         Returns:
             A :class:`Result`.
@@ -203,7 +223,8 @@ class CodeRetriever:
         if budget <= 0:
             msg = f"max_context_tokens must be > 0, got {budget}"
             raise ConfigurationError(msg)
-        found = self.search(query, k, multi_stage=multi_stage)
+        found = self.search(query, k, multi_stage=multi_stage, path=path, language=language, kind=kind,
+                            filters=filters)
         contexts = [self.index.hit_context(h.span, h.score) for h in found.hits]
         exp = expand(
             contexts, budget, self.tokenizer.count, cut=self.tokenizer.cut, marker=self.marker,
@@ -220,6 +241,7 @@ class CodeRetriever:
         *,
         expand_context: bool = True,
         multi_stage: bool | None = None,
+        filters: SearchFilter | Mapping[str, Any] | None = None,
     ) -> tuple[SearchResult, list[tuple[Hit, Expansion]]]:
         """Search, then give each hit its own expansion, all of them together within ``max_context_tokens``.
 
@@ -235,7 +257,7 @@ class CodeRetriever:
         if budget <= 0:
             msg = f"max_context_tokens must be > 0, got {budget}"
             raise ConfigurationError(msg)
-        found = self.search(query, k, multi_stage=multi_stage)
+        found = self.search(query, k, multi_stage=multi_stage, filters=filters)
         hits = list(found.hits)
         count = self.tokenizer.count
         bare = [

@@ -1,0 +1,131 @@
+"""The view of a hit's context, read from the span store: enclosing scopes, used bindings, exact slices.
+
+Everything here is an indexed lookup of the few rows a hit needs (its ancestors by id, its file's bindings, the
+leaves of a line range), so building the context of ``k`` hits costs ``O(k)`` reads whatever the size of the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..chunking.span import Span
+from ..errors import ConfigurationError
+from .expand import HitContext, Scope, Snippet
+from .spanstore import SpanStore
+
+__all__ = ["ancestors", "get_lines", "get_symbol", "hit_context", "snippet"]
+
+
+def snippet(span: Span) -> Snippet:
+    """A span as a verbatim slice."""
+    return Snippet(span.path, span.start_byte, span.end_byte, span.start_line, span.end_line, span.text, span.id)
+
+
+def ancestors(store: SpanStore, span: Span) -> list[Span]:
+    """Stored parents of ``span``, innermost first, ending with the file span."""
+    out: list[Span] = []
+    cur = span
+    seen = {span.id}
+    while cur.parent_id and cur.parent_id not in seen:
+        seen.add(cur.parent_id)
+        got = store.get([cur.parent_id]).get(cur.parent_id)
+        if got is None:
+            break
+        out.append(got.span)
+        cur = got.span
+    return out
+
+
+def hit_context(store: SpanStore, span: Span, score: float = 0.0) -> HitContext:
+    """Everything :func:`~llmc_splitters.retrieval.expand.expand` may add around ``span``."""
+    scopes: list[Scope] = []
+    for anc in ancestors(store, span):
+        if anc.parent_id is None:  # the file itself
+            continue
+        header = None
+        he = anc.metadata.get("header_end_byte")
+        if isinstance(he, int) and anc.start_byte < he <= anc.end_byte:
+            head = anc.text.encode("utf-8", "surrogatepass")[: he - anc.start_byte].decode("utf-8", "surrogatepass")
+            header = Snippet(anc.path, anc.start_byte, he, anc.start_line,
+                             anc.start_line + head.rstrip("\n").count("\n"), head, anc.id)
+        scopes.append(Scope(snippet(anc), anc.kind, header, anc.metadata.get("skeleton")))
+    used = list(span.metadata.get("uses") or [])
+    hit = snippet(span)
+    if span.kind == "comment" and span.path is not None:
+        # A doc comment the chunker had to leave on its own documents the definition right after it: a hit on the
+        # comment is a hit on both.
+        nxt = store.leaf_starting_at(span.path, span.end_byte)
+        if nxt is not None and nxt.kind not in ("comment", "imports", "block"):
+            hit = Snippet(span.path, span.start_byte, nxt.end_byte, span.start_line, nxt.end_line,
+                          span.text + nxt.text, span.id)
+            used.extend(nxt.metadata.get("uses") or [])
+    imports: list[Snippet] = []
+    if used and span.path is not None:
+        bindings = store.bindings(span.path)
+        for i in sorted(set(used)):
+            if 0 <= i < len(bindings):
+                b = bindings[i]
+                imports.append(Snippet(span.path, b["start"], b["end"], b["start_line"], b["end_line"], b["text"]))
+    return HitContext(hit, score, tuple(scopes), tuple(imports))
+
+
+def get_lines(store: SpanStore, path: str, start_line: int, end_line: int | None = None) -> Snippet:
+    """The exact text of lines ``start_line..end_line`` (1-based, inclusive) of an indexed file.
+
+    Raises:
+        ConfigurationError: The file is not indexed or the range is outside it.
+    """
+    if store.marker(path) is None:
+        known = store.paths()
+        listed = ", ".join(known[:5]) + ("..." if len(known) > 5 else "")
+        msg = f"{path!r} is not indexed; indexed files: {listed or '(none)'}"
+        raise ConfigurationError(msg)
+    end_line = start_line if end_line is None else end_line
+    last = store.last_line(path)
+    n_lines = last[0] if last is not None else 1
+    if not (1 <= start_line <= end_line <= max(n_lines, 1)):
+        msg = f"lines {start_line}-{end_line} are outside {path!r} (1-{n_lines})"
+        raise ConfigurationError(msg)
+    # The leaves that overlap the lines, the first of them holding the start of `start_line` (a leaf that starts
+    # inside a line is preceded by one whose last line is that line, which overlaps too).
+    leaves = store.leaves_in_lines(path, start_line, end_line)
+    if not leaves:
+        return Snippet(path, 0, 0, start_line, end_line, "")
+    data = "".join(s.text for s in leaves).encode("utf-8", "surrogatepass")
+    base, line, pos = leaves[0].start_byte, leaves[0].start_line, 0
+    while line < start_line:
+        pos = data.index(b"\n", pos) + 1
+        line += 1
+    s = pos
+    while line <= end_line and pos < len(data):
+        nl = data.find(b"\n", pos)
+        pos = len(data) if nl < 0 else nl + 1
+        line += 1
+    return Snippet(path, base + s, base + pos, start_line, end_line, data[s:pos].decode("utf-8", "surrogatepass"))
+
+
+def get_symbol(store: SpanStore, name: str, path: str | None = None) -> list[Snippet]:
+    """Exact slices for a qualified symbol (``Client.send``), with no search.
+
+    A span (leaf or split parent) named ``name`` is returned whole. A method inside a class that fit in one leaf is
+    cut from that leaf by the line range the chunker recorded in ``metadata["symbols"]``. If nothing has that exact
+    name, spans whose name ends with ``.name`` are tried.
+    """
+
+    def whole(rows: Iterable[object]) -> list[Snippet]:
+        rows = list(rows)
+        # A split definition is a parent plus part-leaves carrying its name: the parent is the whole thing.
+        parents = {r.span.name for r in rows if r.role == "parent" and r.span.parent_id is not None}  # type: ignore[attr-defined]
+        keep = [r for r in rows if r.role == "parent" or r.span.name not in parents]  # type: ignore[attr-defined]
+        return [snippet(r.span) for r in keep if r.span.parent_id is not None or r.role == "leaf"]  # type: ignore[attr-defined]
+
+    out = whole(store.by_name(name, path))
+    if not out:
+        for leaf in store.with_symbol(name, path):
+            for sym in leaf.metadata.get("symbols") or ():
+                if sym.get("name") == name and "start_line" in sym and "end_line" in sym:
+                    out.append(get_lines(store, leaf.path or "", int(sym["start_line"]), int(sym["end_line"])))
+    if not out:
+        tail = name.rsplit(".", 1)[-1]
+        out = whole(r for r in store.by_name(tail, path, tail=True) if (r.span.name or "").endswith("." + name))
+    return sorted(set(out), key=lambda s: (s.path or "", s.start_byte, -s.end_byte))
