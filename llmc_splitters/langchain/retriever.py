@@ -175,8 +175,9 @@ class CodeParentRetriever(BaseRetriever):
     def from_vectorstore(
         cls,
         vectorstore: Any,
-        docstore: Any,
+        docstore: Any = None,
         *,
+        path: str | os.PathLike[str] | None = None,
         namespace: str = "llmc",
         max_tokens: int = 512,
         tokenizer: Any = None,
@@ -184,12 +185,14 @@ class CodeParentRetriever(BaseRetriever):
         max_context_tokens: int = 2048,
         **kwargs: Any,
     ) -> CodeParentRetriever:
-        """A retriever over any LangChain ``VectorStore`` (leaves, summaries) plus a ``BaseStore`` docstore (every
-        record: parents, skeletons, import bindings); see :mod:`llmc_splitters.retrieval.vectorstore`. Dense search
-        uses the vector store's own model. ``texts=``/``documents=``/``directory=`` in ``kwargs`` are indexed."""
+        """A retriever whose vectors live in any LangChain ``VectorStore`` (dense search uses the store's own
+        model); spans and the lexical index live in the index directory ``path`` (temporary without it). See
+        :mod:`llmc_splitters.retrieval.vectorstore`; ``docstore`` is not used since 0.2 (a warning says so).
+        ``texts=``/``documents=``/``directory=`` in ``kwargs`` are indexed."""
         from ..retrieval.vectorstore import code_index
 
-        index = code_index(vectorstore, docstore, namespace=namespace, max_tokens=max_tokens, tokenizer=tokenizer)
+        index = code_index(vectorstore, docstore, path=path, namespace=namespace, max_tokens=max_tokens,
+                           tokenizer=tokenizer)
         core = CodeRetriever(index=index, tokenizer=tokenizer, k=k, max_context_tokens=max_context_tokens)
         return cls(code_retriever=core, k=k, max_context_tokens=max_context_tokens, **kwargs)
 

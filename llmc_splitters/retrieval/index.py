@@ -121,7 +121,7 @@ class CodeIndex:
                 "Pass embedding=None for a lexical-only index."
             )
             raise ConfigurationError(msg)
-        if vectors is not None and embedding is None and not getattr(vectors, "embeds_itself", False):
+        if vectors is not None and embedding is None:
             msg = "vectors= is where an embedding model's vectors go; pass embedding= too (or neither, for BM25 only)"
             raise ConfigurationError(msg)
         if chunker is None:
@@ -167,9 +167,14 @@ class CodeIndex:
             return None
 
     @property
+    def dense(self) -> bool:
+        """Whether searched rows get vectors (an embedding model is given)."""
+        return self.embedding is not None
+
+    @property
     def vectors(self) -> Any:
         """The vector store (opened at first use; only when the index is dense)."""
-        if self.embedding is None and not getattr(self._vectors, "embeds_itself", False):
+        if not self.dense:
             msg = "this index is lexical-only (embedding=None): it has no vector store"
             raise ConfigurationError(msg)
         with self._lock:

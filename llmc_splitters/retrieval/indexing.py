@@ -32,7 +32,7 @@ from ..chunking.inputs import decode
 from ..chunking.span import SpanTree
 from ..errors import ConfigurationError, LlmcError
 from .lexical_index import LexDoc, lexical_text
-from .records import PreparedFile, build_file, sha
+from .records import PreparedFile, build_file, embed_source, sha
 from .spanstore import LEXICAL, VECTORS, SpanRow
 from .store import Record, vector_metadata
 from .workers import chunk, chunk_in_processes
@@ -234,11 +234,10 @@ class Indexer:
         """
         if not group:
             return
+        dense = self.index.dense
         try:
             self._embed(group, report)
-            dense = self.index.embedding is not None
             paths = [g.path for g in group]
-            old = self.store.searched_ids(paths) if dense else {}
             self.store.write_files([g.write for g in group], pending=LEXICAL | (VECTORS if dense else 0))
         except LlmcError as exc:
             for g in group:
@@ -250,21 +249,23 @@ class Indexer:
             (report.updated if g.update else report.added).append(g.path)
         self._publish_lexical(paths, [d for g in group for d in g.leaves], [d for g in group for d in g.summaries])
         if dense:
-            records = [self._vector_record(g.write.rows[i], v) for g in group for i, v in self._vectors(g)]
-            current = {r.id for r in records}
-            vs = self.index.vectors
-            vs.upsert(records)
-            stale = [i for p in paths for i in old.get(p, ()) if i not in current]
-            if stale:
-                vs.delete(ids=stale)
+            self.index.vectors.upsert([self._vector_record(g.write.rows[i], vtext, v) for g in group
+                                       for i, vtext, v in self._vectors(g)])
+            self._delete_stale()
         self.store.done(paths, LEXICAL | VECTORS)
         group.clear()
+
+    def _delete_stale(self) -> None:
+        stale = self.store.stale_ids()
+        if stale:
+            self.index.vectors.delete(ids=stale)
+            self.store.drop_stale(stale)
 
     def _embed(self, group: list[PreparedFile], report: IndexReport) -> None:
         """Fill the vector cache for every view of the group (cached views are not embedded again)."""
         emb = self.index.embedding
-        if emb is None:
-            return
+        if emb is None or getattr(self.index.vectors, "embeds_itself", False):
+            return  # lexical only, or a vector store that embeds what it stores
         want = {eh: vtext for g in group for _, vtext, eh in g.views}
         if not want:
             return
@@ -280,15 +281,20 @@ class Indexer:
             self.store.cache_vectors({eh: [float(x) for x in v] for (eh, _), v in zip(part, vecs)})
             report.embedded += len(part)
 
-    def _vectors(self, g: PreparedFile) -> Iterator[tuple[int, list[float]]]:
+    def _vectors(self, g: PreparedFile) -> Iterator[tuple[int, str, list[float] | None]]:
+        """``(row index, embedded text, vector)`` of a prepared file (no vector for a store that embeds)."""
+        if getattr(self.index.vectors, "embeds_itself", False):
+            for i, vtext, _ in g.views:
+                yield i, vtext, None
+            return
         cached = self.store.cached_vectors({eh for _, _, eh in g.views})
-        for i, _, eh in g.views:
-            yield i, cached[eh]
+        for i, vtext, eh in g.views:
+            yield i, vtext, cached[eh]
 
     @staticmethod
-    def _vector_record(row: SpanRow, vector: list[float]) -> Record:
+    def _vector_record(row: SpanRow, text: str, vector: list[float] | None) -> Record:
         s = row.span
-        return Record(s.id, s.text, vector_metadata(row.file, row.role, s.language, s.kind), vector)
+        return Record(s.id, text, vector_metadata(row.file, row.role, s.language, s.kind), vector)
 
     def _publish_lexical(self, paths: list[str], leaves: list[LexDoc], summaries: list[LexDoc]) -> None:
         self.index.lexical("leaf").replace(paths, leaves)
@@ -302,11 +308,11 @@ class Indexer:
         if not paths:
             return []
         known = set(self.store.paths()) | set(self.store.pending(LEXICAL | VECTORS))
-        dense = self.index.embedding is not None
+        dense = self.index.dense
         self.store.remove_files(paths, pending=LEXICAL | (VECTORS if dense else 0))
         self._publish_lexical(paths, [], [])
         if dense:
-            self.index.vectors.delete(files=paths)
+            self._delete_stale()
         self.store.done(paths, LEXICAL | VECTORS)
         self.store.clear_failed(paths)
         return [p for p in paths if p in known]
@@ -330,23 +336,23 @@ class Indexer:
             self._publish_lexical(part, leaves, summaries)
             self.store.done(part, LEXICAL)
         vec = self.store.pending(VECTORS)
-        if not vec:
-            return
-        if self.index.embedding is None:
+        if not self.index.dense:
             self.store.done(vec, VECTORS)
             return
-        vs = self.index.vectors
+        embeds = getattr(self.index.vectors, "embeds_itself", False)
         for i in range(0, len(vec), _GROUP_FILES):
             part = vec[i : i + _GROUP_FILES]
             rows = [r for p in part for r in self.store.searched(p) if r.embed_hash]
-            cached = self.store.cached_vectors({r.embed_hash for r in rows if r.embed_hash})
-            missing = [r for r in rows if r.embed_hash not in cached]
-            if missing:  # the cache is written before the rows: only a cache deleted by hand gets here
-                vecs = self.index.embedding.embed_documents([r.span.text for r in missing])
+            views = {r.span.id: self.index._view(embed_source(r.span, r.role), {})[0] for r in rows}
+            cached = {} if embeds else self.store.cached_vectors({r.embed_hash for r in rows if r.embed_hash})
+            missing = [r for r in rows if not embeds and r.embed_hash not in cached]
+            if missing:  # vectors are cached before their rows are written: only a cache emptied by hand gets here
+                vecs = self.index.embedding.embed_documents([views[r.span.id] for r in missing])  # type: ignore[union-attr]
                 cached.update({r.embed_hash: [float(x) for x in v] for r, v in zip(missing, vecs) if r.embed_hash})
-            vs.delete(files=part)
-            vs.upsert([self._vector_record(r, cached[r.embed_hash]) for r in rows if r.embed_hash])
+            self.index.vectors.upsert([self._vector_record(r, views[r.span.id], cached.get(r.embed_hash or ""))
+                                       for r in rows])
             self.store.done(part, VECTORS)
+        self._delete_stale()
 
 
 def read_text(path: Path, errors: str) -> tuple[str | None, str | None, int]:

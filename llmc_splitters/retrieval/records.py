@@ -28,7 +28,7 @@ from ..chunking.span import Span, SpanTree
 from .lexical_index import LexDoc, lexical_text
 from .spanstore import FileMarker, FileWrite, SpanRow
 
-__all__ = ["FileSummaryInput", "PreparedFile", "build_file", "derived_id", "leaf_view", "sha"]
+__all__ = ["FileSummaryInput", "PreparedFile", "build_file", "derived_id", "embed_source", "leaf_view", "sha"]
 
 _NS = uuid.UUID("1d6c7c1e-5f0a-4c55-8a59-4b1f3f0e9a21")
 
@@ -82,6 +82,12 @@ def leaf_view(s: Span) -> str:
     """What the embedding model sees for a leaf: a short header (path, symbol) and the text."""
     head = f"{s.path or ''} {s.name or ''}".strip()
     return f"{head}\n{s.text}" if head else s.text
+
+
+def embed_source(span: Span, role: str) -> str:
+    """What is embedded for a searched row, before the model's input bound: a leaf's path, symbol and text; a
+    summary's text."""
+    return leaf_view(span) if role == "leaf" else span.text
 
 
 def with_meta(span: Span, extra: dict[str, Any]) -> Span:
@@ -330,7 +336,7 @@ def build_file(
             rows.append(SpanRow(with_meta(span, info.per_span.get(span.id, {})), "parent", path))
     for span in tree.leaves:
         sp = with_meta(span, info.per_span.get(span.id, {}))
-        searched(sp, "leaf", leaf_view(sp))
+        searched(sp, "leaf", embed_source(sp, "leaf"))
     # File summary.
     summary = file_summary(path, tree, info)
     if summarizer is not None:

@@ -10,6 +10,7 @@ Tables (format :data:`FORMAT`)::
     spans(id, ...)              leaves (text stored), parents (text rebuilt from the leaves), summaries (text stored)
     vectors(hash, vector)       embedded views by content hash (float32): re-runs and edits re-embed nothing twice
     pending(path, what)         files whose lexical index / vectors still have to follow this store (outbox)
+    stale(id)                   vector ids of replaced or removed rows, still to delete from the vector store
     failed(path, reason, at)    files the last runs could not index, with the reason
 
 A file is *complete* when its ``files`` row is there. Each file's rows are replaced in one transaction together
@@ -64,6 +65,7 @@ CREATE INDEX IF NOT EXISTS spans_by_tail ON spans(tail) WHERE tail IS NOT NULL;
 CREATE INDEX IF NOT EXISTS spans_by_parent ON spans(parent_id) WHERE parent_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS vectors(hash TEXT PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pending(path TEXT PRIMARY KEY, what INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS stale(id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS failed(path TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
 """
 
@@ -304,6 +306,11 @@ class SpanStore:
         with self._transaction() as conn:
             for w in writes:
                 m = w.marker
+                if pending & VECTORS:
+                    new = {r.span.id for r in w.rows}
+                    conn.executemany("INSERT OR IGNORE INTO stale VALUES (?)", [
+                        (r[0],) for r in conn.execute("SELECT id FROM spans WHERE file = ? AND role != 'parent'",
+                                                      (m.path,)) if r[0] not in new])
                 conn.execute("DELETE FROM spans WHERE file = ?", (m.path,))
                 conn.executemany(
                     f"INSERT OR REPLACE INTO spans ({_SPAN_COLUMNS}, tail) VALUES "
@@ -321,23 +328,22 @@ class SpanStore:
                                  (m.path, pending, pending))
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)", (repr(now),))
 
-    def remove_files(self, paths: Iterable[str], *, pending: int) -> list[str]:
-        """Delete every row of these files in one transaction; returns the ids of their searched spans."""
+    def remove_files(self, paths: Iterable[str], *, pending: int) -> None:
+        """Delete every row of these files in one transaction (their vector ids become ``stale``)."""
         paths = list(paths)
         if not paths:
-            return []
+            return
         with self._transaction() as conn:
-            ids: list[str] = []
             for p in paths:
-                ids.extend(r[0] for r in conn.execute(
-                    "SELECT id FROM spans WHERE file = ? AND role != 'parent'", (p,)))
+                if pending & VECTORS:
+                    conn.execute("INSERT OR IGNORE INTO stale SELECT id FROM spans WHERE file = ? AND role != 'parent'",
+                                 (p,))
                 conn.execute("DELETE FROM spans WHERE file = ?", (p,))
                 conn.execute("DELETE FROM files WHERE path = ?", (p,))
                 if pending:
                     conn.execute("INSERT INTO pending VALUES (?, ?) ON CONFLICT(path) DO UPDATE SET what = what | ?",
                                  (p, pending, pending))
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)", (repr(time.time()),))
-        return ids
 
     def touch(self, path: str, size: int, mtime_ns: int) -> None:
         """Record a new stat for a file whose content did not change (a ``touch``: nothing is re-indexed)."""
@@ -376,6 +382,15 @@ class SpanStore:
         with self._transaction() as conn:
             conn.executemany("UPDATE pending SET what = what & ~? WHERE path = ?", [(what, p) for p in paths])
             conn.execute("DELETE FROM pending WHERE what = 0")
+
+    def stale_ids(self) -> list[str]:
+        """Vector ids of rows that were replaced or removed and may still be in the vector store."""
+        return [r[0] for r in self._read("SELECT id FROM stale")]
+
+    def drop_stale(self, ids: Iterable[str]) -> None:
+        """The vector store no longer holds these ids."""
+        with self._transaction() as conn:
+            conn.executemany("DELETE FROM stale WHERE id = ?", [(i,) for i in ids])
 
     # ----------------------------------------------------------------------------------------------- vectors
 
@@ -568,13 +583,6 @@ class SpanStore:
         path, sb, eb = got[0]
         return [r[0] for r in self._read("SELECT id FROM spans WHERE path = ? AND role = 'leaf' AND start_byte >= ? "
                                          "AND end_byte <= ?", (path, sb, eb))]
-
-    def searched_ids(self, paths: Sequence[str]) -> dict[str, list[str]]:
-        """``file -> ids`` of the searched rows (leaves, summaries) stored for these files."""
-        out: dict[str, list[str]] = {}
-        for p in paths:
-            out[p] = [r[0] for r in self._read("SELECT id FROM spans WHERE file = ? AND role != 'parent'", (p,))]
-        return out
 
     def searched(self, path: str) -> list[SpanRow]:
         """A file's searched rows (leaves and summaries), with their texts: what the lexical index and the vector

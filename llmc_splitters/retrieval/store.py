@@ -63,8 +63,8 @@ class VectorStore(Protocol):
     def upsert(self, records: Sequence[Record]) -> None:
         """Insert or replace records by id."""
 
-    def delete(self, *, ids: Sequence[str] | None = None, files: Sequence[str] | None = None) -> None:
-        """Delete records by id, or every record of some files."""
+    def delete(self, *, ids: Sequence[str]) -> None:
+        """Delete records by id (an id the store does not hold is ignored)."""
 
     def query(self, vector: list[float], n: int, *, role: str = "leaf", filt: SearchFilter | None = None,
               files: Sequence[str] | None = None) -> list[tuple[str, float]]:
@@ -257,19 +257,16 @@ class ChromaStore:
             self._call(f"write {len(batch)} vectors to", self.collection.upsert, ids=[r.id for r in batch],
                        metadatas=[r.metadata for r in batch], embeddings=[r.embedding for r in batch])
 
-    def delete(self, *, ids: Sequence[str] | None = None, files: Sequence[str] | None = None) -> None:
-        """Delete records by id, or every record of some files.
+    def delete(self, *, ids: Sequence[str]) -> None:
+        """Delete records by id (an id the collection does not hold is ignored).
 
         Raises:
             StoreError: Chroma rejected the delete or could not be reached.
         """
         n = self._batch_size()
-        ids = list(ids or ())
+        ids = list(ids)
         for i in range(0, len(ids), n):
             self._call("delete vectors from", self.collection.delete, ids=ids[i : i + n])
-        files = list(files or ())
-        for i in range(0, len(files), 200):
-            self._call("delete vectors from", self.collection.delete, where={"file": {"$in": files[i : i + 200]}})
 
     def query(self, vector: list[float], n: int, *, role: str = "leaf", filt: SearchFilter | None = None,
               files: Sequence[str] | None = None) -> list[tuple[str, float]]:
