@@ -346,7 +346,7 @@ def test_exit_codes(tmp_path, indexed):
     got = run("stats", "--db", str(empty))
     assert got.returncode == 3
     got = run("query", "anything", "--db", str(root / ".llmc"), "--collection", "not_there")
-    assert got.returncode == 3 and "does not exist" in got.stderr
+    assert got.returncode == 2 and "is lexical" in got.stderr  # a lexical index has no vector collection
     got = run("index", str(tmp_path / "nope"))
     assert got.returncode == 4 and "no such directory" in got.stderr
     got = run("index", str(root / "json" / "decoder.py"))
@@ -465,20 +465,24 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.mark.slow
 def test_index_query_stats_against_a_chroma_server(tmp_path, chroma_server):
+    pytest.importorskip("sentence_transformers")
     host, port = chroma_server
     files = make_tree(tmp_path, ("json",))
+    db = tmp_path / ".llmc"
     server = ("--host", host, "--port", str(port), "--collection", "cli_test")
-    summary = index_json(tmp_path, "--embedding", "none", *server)
-    assert summary["added"] == len(files) and summary["db"] is None
-    assert not (tmp_path / ".llmc").exists()  # nothing written locally
-    again = index_json(tmp_path, *server)
-    assert again["unchanged"] == len(files)
-    got = run("query", "JSONDecoder raw_decode", "--json", *server)
+    summary = index_json(tmp_path, "--embedding", "minilm", *server)
+    assert summary["added"] == len(files) and summary["db"] == str(db) and summary["embedded"] > 0
+    assert (db / "llmc.sqlite3").is_file() and not (db / "chroma").exists()  # spans local, vectors on the server
+    again = index_json(tmp_path)  # the index records where its vectors live
+    assert again["unchanged"] == len(files) and again["store"].endswith("collection 'cli_test')")
+    got = run("query", "JSONDecoder raw_decode", "--json", cwd=tmp_path)
     assert got.returncode == 0, got.stderr
-    assert json.loads(got.stdout)["hits"][0]["path"] == "json/decoder.py"
-    got = run("stats", "--json", *server)
+    out = json.loads(got.stdout)
+    assert out["mode"] == "hybrid" and out["hits"][0]["path"] == "json/decoder.py"
+    assert any("dense" in h["ranks"] for h in out["hits"])
+    got = run("stats", "--json", "--db", str(db))
     assert got.returncode == 0 and json.loads(got.stdout)["files"] == len(files)
-    got = run("query", "x", "--host", host, "--port", str(port), "--collection", "absent_collection")
-    assert got.returncode == 3
-    got = run("query", "x", "--host", host, "--port", str(free_port()))
+    got = run("query", "x", "--db", str(db), "--collection", "absent_collection")
+    assert got.returncode == 3 and "does not exist" in got.stderr
+    got = run("query", "x", "--db", str(db), "--host", host, "--port", str(free_port()))
     assert got.returncode == 1 and "could not open Chroma" in got.stderr

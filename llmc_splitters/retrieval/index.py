@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -158,13 +159,23 @@ class CodeIndex:
             raise ConfigurationError(msg)
 
     @staticmethod
-    def recorded_embedding(path: str | os.PathLike[str]) -> str | None:
-        """The embedding name an existing index was built with (``"none"``: lexical), or ``None`` when there is no
-        index at ``path``. Opens nothing else."""
+    def recorded(path: str | os.PathLike[str]) -> dict[str, Any]:
+        """What an existing index at ``path`` records: ``embedding`` (``"none"``: lexical), ``vectors`` (where they
+        live), ``settings`` (of a file), without opening anything else.
+
+        Raises:
+            IndexNotFoundError: There is no index at ``path``.
+            StoreError: It cannot be read (corrupt, locked, written by 0.1).
+        """
+        store = SpanStore(path, create=False)
         try:
-            return SpanStore(path, create=False).get_meta("embedding")
-        except StoreError:
-            return None
+            got = store._read("SELECT settings FROM files LIMIT 1")  # noqa: SLF001 - one cheap read
+            vectors = store.get_meta("vectors")
+            return {"embedding": store.get_meta("embedding") or "none",
+                    "vectors": json.loads(vectors) if vectors else None,
+                    "settings": got[0][0] if got else None}
+        finally:
+            store.close()
 
     @property
     def dense(self) -> bool:
@@ -191,6 +202,12 @@ class CodeIndex:
                         self._vectors = ChromaStore(collection=f"llmc_{uuid.uuid4().hex}")
                 self._vectors.open(self.embedding_name, reset=self._reset_vectors)
                 self._vectors_open = True
+                describe = getattr(self._vectors, "describe", None)
+                if callable(describe) and self.path is not None:
+                    where = describe()
+                    if where.get("path") == str(self.path / "chroma"):
+                        where["path"] = "chroma"  # inside the index directory: the index can move
+                    self.span_store.set_meta("vectors", json.dumps(where))
         return self._vectors
 
     def lexical(self, role: str) -> LexicalIndex:

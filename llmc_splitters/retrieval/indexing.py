@@ -336,6 +336,10 @@ class Indexer:
             self._publish_lexical(part, leaves, summaries)
             self.store.done(part, LEXICAL)
         vec = self.store.pending(VECTORS)
+        if not vec:
+            if self.index.dense:
+                self._delete_stale()
+            return
         if not self.index.dense:
             self.store.done(vec, VECTORS)
             return

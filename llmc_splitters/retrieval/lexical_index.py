@@ -190,6 +190,16 @@ class LexicalIndex:
         out.sort(key=lambda r: (-round(r[1], 6), r[0]))
         return out
 
+    def ids(self) -> set[str]:
+        """Every document id (a full read: for consistency checks and tests, never on the query path)."""
+        self.index.reload()
+        searcher = self.index.searcher()
+        n = int(searcher.num_docs)
+        if n == 0:
+            return set()
+        hits = searcher.search(self._t.Query.all_query(), n, count=False).hits
+        return {searcher.doc(addr)["id"][0] for _, addr in hits}
+
     def count(self) -> int:
         """Documents in the index (deleted ones excluded)."""
         self.index.reload()

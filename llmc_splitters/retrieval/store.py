@@ -220,6 +220,15 @@ class ChromaStore:
         self._col = col
         self.embedding_name = embedding_name
 
+    def describe(self) -> dict[str, Any]:
+        """Where these vectors live, for the index to record (a ``query`` then needs no ``--host``)."""
+        out: dict[str, Any] = {"kind": "chroma", "collection": self.collection_name}
+        if self.host is not None:
+            out.update(host=self.host, port=self.port or 8000, ssl=self.ssl)
+        elif self.path is not None:
+            out["path"] = self.path
+        return out
+
     @property
     def collection(self) -> Any:
         """The underlying Chroma collection (after :meth:`open`)."""
