@@ -154,8 +154,9 @@ def test_from_directory_and_persistent_store_reopen(stdlib_dir, tmp_path):
 
 def test_a_given_chroma_client_and_collection_are_used(corpus, chroma_client, collection_name):
     docs, _ = corpus
-    r = CodeParentRetriever.from_documents(docs, client=chroma_client, collection_name=collection_name, k=2)
-    assert chroma_client.get_collection(collection_name).count() > 0
+    r = CodeParentRetriever.from_documents(docs, embedding=DeterministicFakeEmbedding(size=32), client=chroma_client,
+                                           collection_name=collection_name, k=2)
+    assert chroma_client.get_collection(collection_name).count() > 0  # the vectors went to the given client
     assert len(r.invoke("base64 encode bytes")) == 2
 
 

@@ -606,8 +606,12 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         _err(notice)
     max_tokens = args.max_tokens or _read_manifest(db).get("max_tokens") or \
         _max_tokens_of((recorded or {}).get("settings")) or 512
+    from .chunking.chunker import ASTChunker
+
+    # A file allowed past the walker's --max-file-size is parsed (in windows), not only cut by lines.
+    chunker = ASTChunker(max_tokens=max_tokens, analyze=True, max_file_bytes=max(16 << 20, args.max_file_size))
     try:
-        index = CodeIndex(db, vectors=vectors, embedding=embedding, max_tokens=max_tokens, reset=args.reset)
+        index = CodeIndex(db, vectors=vectors, embedding=embedding, chunker=chunker, reset=args.reset)
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
 
@@ -676,6 +680,7 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         "skipped_by_kind": dict(walked.skipped_by_kind().most_common()),
         "skipped_paths": [{"path": sk.path, "kind": sk.kind, "reason": sk.detail} for sk in walked.skipped],
         "failed_paths": dict(sorted(total.failed.items())),
+        "split_notes": dict(sorted(total.split.items())),
         "added_paths": total.added,
         "updated_paths": total.updated,
         "removed_paths": total.removed,
@@ -750,6 +755,8 @@ def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, lis
         f"  time       {summary['walk_seconds'] + summary['index_seconds']:.1f} s (walk {summary['walk_seconds']:.1f} s, "
         f"index {summary['index_seconds']:.1f} s{f', {rate:.1f} files/s' if rate else ''})"
     )
+    for path, how in summary["split_notes"].items():
+        out.append(f"  split      {path}: {how}")
     for path, why in summary["failed_paths"].items():
         out.append(f"  FAILED     {path}: {why}")
     out.append(f"  skipped    {summary['skipped']} paths" + (":" if skipped else ""))

@@ -63,6 +63,8 @@ class IndexReport:
         failed: ``path -> reason`` for files that could not be read, decoded (binary data) or chunked, or whose
             rows could not be written. Such a file keeps the version indexed before, if any.
         interrupted: ``"SIGINT"``/``"SIGTERM"`` when the run was stopped (every prepared file was kept).
+        split: ``path -> how`` for files that were not parsed whole: cut by lines and tokens (over the chunker's
+            ``max_file_bytes``), parsed in windows (over ~1 MB), or degraded (a syntax error over most of the file).
     """
 
     added: list[str] = field(default_factory=list)
@@ -75,6 +77,7 @@ class IndexReport:
     bytes_read: int = 0
     failed: dict[str, str] = field(default_factory=dict)
     interrupted: str | None = None
+    split: dict[str, str] = field(default_factory=dict)
 
     @property
     def written(self) -> int:
@@ -172,6 +175,9 @@ class Indexer:
                     continue
                 try:
                     tree = outcome if outcome is not None else chunk(self.index.chunker, it.path, it.text or "")
+                    how = _split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass")))
+                    if how:
+                        report.split[it.path] = how
                     prepared = build_file(it.path, it.text or "", tree, file_hash=sha(it.text or ""), settings=fp,
                                           stat=it.stat, summarizer=self.index.summarizer,
                                           view=self.index._view if self.index.embedding is not None else None)
@@ -357,6 +363,19 @@ class Indexer:
                                        for r in rows])
             self.store.done(part, VECTORS)
         self._delete_stale()
+
+
+def _split_note(tree: SpanTree, nbytes: int) -> str | None:
+    """How a file was cut when it was not parsed whole (from its root span's metadata)."""
+    md = tree.root.metadata
+    mb = f"{nbytes / 1e6:.1f} MB"
+    if md.get("fallback") == "too_large":
+        return f"{mb}, over the chunker's max_file_bytes: not parsed, cut by lines and tokens"
+    if md.get("windows"):
+        return f"{mb}: parsed and chunked in {md['windows']} windows of about 1 MB, one tree at a time"
+    if md.get("degraded") == "wide_error":
+        return f"{mb}: a syntax error spans most of the file: cut by lines and tokens inside it"
+    return None
 
 
 def read_text(path: Path, errors: str) -> tuple[str | None, str | None, int]:

@@ -17,6 +17,7 @@ Pure apart from the chunker's grammar: the serial index, the process-pool index 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 import uuid
@@ -277,6 +278,9 @@ class PreparedFile:
     update: bool = False
 
 
+# Analysis the index needs only while it lays a file out (``uses`` and the bindings are what queries read): not stored.
+_LAYOUT_ONLY = ("identifiers", "references", "imports", "module_names")
+
 View = Callable[[str, dict[str, Any]], tuple[str, str]]
 """``view(text, metadata) -> (text to embed, embed hash)``: bounds the text to the model's input limit and records
 how in ``metadata`` (see ``CodeIndex``)."""
@@ -317,7 +321,7 @@ def build_file(
                                                       time.time()), rows, info.bindings))
 
     def searched(span: Span, role: str, embedded: str) -> None:
-        meta = dict(span.metadata)
+        meta = {k: v for k, v in span.metadata.items() if k not in _LAYOUT_ONLY}
         eh = None
         if view is not None:
             vtext, eh = view(embedded, meta)
@@ -333,7 +337,9 @@ def build_file(
 
     for span in tree.spans:
         if span.id not in leaf_ids:
-            rows.append(SpanRow(with_meta(span, info.per_span.get(span.id, {})), "parent", path))
+            sp = with_meta(span, info.per_span.get(span.id, {}))
+            rows.append(SpanRow(dataclasses.replace(sp, metadata={k: v for k, v in sp.metadata.items()
+                                                                  if k not in _LAYOUT_ONLY}), "parent", path))
     for span in tree.leaves:
         sp = with_meta(span, info.per_span.get(span.id, {}))
         searched(sp, "leaf", embed_source(sp, "leaf"))

@@ -59,7 +59,8 @@ class CodeRetriever:
 
     Args:
         path: The index directory (``None``: temporary).
-        host: Chroma server host for the vectors (needs ``path`` and an ``embedding``).
+        host: Chroma server host for the vectors (needs ``path`` and an ``embedding``; with ``client``/``store``
+            and no ``path``, the spans are temporary).
         port: Chroma server port.
         client: A ready Chroma client for the vectors.
         store: A ready :class:`ChromaStore` (or another vector store) for the vectors.
@@ -123,9 +124,9 @@ class CodeRetriever:
                 msg = ("host/client/store= say where vectors go, but embedding=None keeps no vectors (a lexical index "
                        "lives in path= alone); pass an embedding, or drop host/client/store")
                 raise ConfigurationError(msg)
-            if remote and path is None:
-                msg = ("a vector store outlives this process, but the spans and the lexical index live in a local "
-                       "directory: pass path=DIR too (or drop host/client/store for a temporary index)")
+            if host is not None and path is None:
+                msg = ("a Chroma server keeps the vectors after this process ends, but the spans and the lexical index "
+                       "live in a local directory: pass path=DIR too")
                 raise ConfigurationError(msg)
             if store is None and (host is not None or client is not None):
                 store = ChromaStore(host=host, port=port, client=client, collection=collection)

@@ -7,7 +7,8 @@ Tables (format :data:`FORMAT`)::
 
     meta(key, value)            format, embedding identity, last update
     files(path, ...)            one row per complete file: content hash, settings, stat, counts, import bindings
-    spans(id, ...)              leaves (text stored), parents (text rebuilt from the leaves), summaries (text stored)
+    spans(rid, id, ...)         leaves (text stored), parents (text rebuilt from the leaves), summaries (text stored);
+                                a rowid table: its rows are far bigger than a WITHOUT ROWID table stores well
     vectors(hash, vector)       embedded views by content hash (float32): re-runs and edits re-embed nothing twice
     pending(path, what)         files whose lexical index / vectors still have to follow this store (outbox)
     stale(id)                   vector ids of replaced or removed rows, still to delete from the vector store
@@ -53,11 +54,11 @@ CREATE TABLE IF NOT EXISTS files(
     size INTEGER, mtime_ns INTEGER, n_spans INTEGER NOT NULL, n_leaves INTEGER NOT NULL,
     bindings TEXT NOT NULL, indexed_at REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS spans(
-    id TEXT PRIMARY KEY, file TEXT NOT NULL, path TEXT NOT NULL, role TEXT NOT NULL, kind TEXT NOT NULL,
+    rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, file TEXT NOT NULL, path TEXT NOT NULL, role TEXT NOT NULL, kind TEXT NOT NULL,
     name TEXT, tail TEXT, language TEXT NOT NULL,
     start_byte INTEGER NOT NULL, end_byte INTEGER NOT NULL, start_char INTEGER NOT NULL, end_char INTEGER NOT NULL,
     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, parent_id TEXT, token_count INTEGER NOT NULL,
-    text TEXT, metadata TEXT NOT NULL, embed_hash TEXT) WITHOUT ROWID;
+    text TEXT, metadata TEXT NOT NULL, embed_hash TEXT);
 CREATE INDEX IF NOT EXISTS spans_by_file ON spans(file);
 CREATE INDEX IF NOT EXISTS spans_by_path ON spans(path, role, start_byte);
 CREATE INDEX IF NOT EXISTS spans_by_name ON spans(name) WHERE name IS NOT NULL;
@@ -315,7 +316,7 @@ class SpanStore:
                 conn.executemany(
                     f"INSERT OR REPLACE INTO spans ({_SPAN_COLUMNS}, tail) VALUES "
                     "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    [_row_tuple(r) for r in w.rows],
+                    (_row_tuple(r) for r in w.rows),
                 )
                 conn.execute(
                     "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?)",
