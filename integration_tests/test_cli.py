@@ -211,6 +211,27 @@ def test_query_prints_context_with_headers_and_scores(indexed):
     assert "    def raw_decode(self, s, idx=0):" in out
 
 
+def test_a_lexical_query_imports_neither_chroma_nor_torch_and_reads_no_file(indexed, tmp_path):
+    """Start-up cost: a query on a lexical index loads only what it needs; a re-index of an unchanged tree reads
+    no file content (stat first) and writes nothing."""
+    root, files, _ = indexed
+    code = (
+        "import json, sys\n"
+        "from llmc_splitters import cli\n"
+        f"rc = cli.main(['query', 'parse the headers of a message', '--db', {str(root / '.llmc')!r}, '--json'])\n"
+        "heavy = sorted(m for m in ('chromadb', 'torch', 'sentence_transformers', 'transformers', 'bm25s') "
+        "if m in sys.modules)\n"
+        "print(json.dumps({'rc': rc, 'heavy': heavy}))\n"
+    )
+    got = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert got.returncode == 0, got.stderr
+    last = json.loads(got.stdout.strip().splitlines()[-1])
+    assert last == {"rc": 0, "heavy": []}
+    again = index_json(root, "--embedding", "none")
+    assert again["unchanged"] == len(files) and again["bytes_read"] == 0 and again["records_written"] == 0
+
+
 def test_query_json(indexed):
     root, _, _ = indexed
     got = run("query", "parse_headers email parser", "--db", str(root / ".llmc"), "--json", "--max-context-tokens", "600")

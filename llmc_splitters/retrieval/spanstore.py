@@ -145,6 +145,8 @@ class SpanStore:
             a temporary directory removed when the store is closed or collected.
         create: Create the index when it does not exist. ``False`` raises :class:`IndexNotFoundError` instead, so
             that a mistyped path is reported instead of silently starting an empty index.
+        timeout: Seconds a write waits for another process's write to end before it fails with
+            :class:`StoreError` (default ``$LLMC_LOCK_TIMEOUT``, else 30).
 
     Raises:
         IndexNotFoundError: ``create=False`` and there is no index at ``path``.
@@ -156,7 +158,9 @@ class SpanStore:
         []
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True,
+                 timeout: float | None = None) -> None:
+        self.timeout = float(os.environ.get("LLMC_LOCK_TIMEOUT", "30")) if timeout is None else float(timeout)
         self._tmp = None
         if path is None:
             import tempfile
@@ -215,7 +219,7 @@ class SpanStore:
             if self._closed:
                 raise StoreError(f"{self!r} is closed")
             try:
-                conn = sqlite3.connect(self.file, timeout=30.0, isolation_level=None, check_same_thread=False)
+                conn = sqlite3.connect(self.file, timeout=self.timeout, isolation_level=None, check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
             except sqlite3.DatabaseError as exc:

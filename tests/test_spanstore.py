@@ -1,0 +1,131 @@
+"""The span store on its own: bad files give our error with the remedy, reads never create, the outbox replays."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+pytest.importorskip("tantivy")
+
+from llmc_splitters.retrieval import CodeIndex, IndexNotFoundError, SpanStore, StoreError  # noqa: E402
+from llmc_splitters.retrieval.spanstore import LEXICAL  # noqa: E402
+
+SRC = {
+    "pkg/client.py": "import os\n\n\nclass Client:\n    def send(self, data):\n        return os.write(1, data)\n",
+    "pkg/util.py": "def slug(text):\n    return text.lower().replace(' ', '-')\n",
+}
+
+
+def test_opening_to_read_never_creates_an_index(tmp_path):
+    where = tmp_path / "typo" / ".llmc"
+    with pytest.raises(IndexNotFoundError, match="no index at .*directory does not exist"):
+        SpanStore(where, create=False)
+    with pytest.raises(IndexNotFoundError):
+        CodeIndex(where, create=False)
+    assert not where.exists() and not (tmp_path / "typo").exists()
+
+
+def test_a_corrupt_file_is_our_error_with_the_remedy(tmp_path):
+    db = tmp_path / "db"
+    CodeIndex(db).index_texts(SRC)
+    (db / "llmc.sqlite3").write_bytes(b"this is not a database" * 200)
+    for name in ("llmc.sqlite3-wal", "llmc.sqlite3-shm"):
+        (db / name).unlink(missing_ok=True)
+    with pytest.raises(StoreError, match="not a readable llmc index.*--reset"):
+        CodeIndex(db)
+    # --reset (reset=True) rebuilds it.
+    fresh = CodeIndex(db, reset=True)
+    assert fresh.paths == []
+
+
+def test_an_index_of_version_0_1_is_recognised(tmp_path):
+    old = tmp_path / "old"
+    old.mkdir()
+    sqlite3.connect(old / "chroma.sqlite3").execute("CREATE TABLE t(x)").connection.close()
+    with pytest.raises(StoreError, match="written by llmc-splitters 0.1.*--reset"):
+        CodeIndex(old)
+    rebuilt = CodeIndex(old, reset=True)
+    rebuilt.index_texts(SRC)
+    assert rebuilt.paths == sorted(SRC) and not (old / "chroma.sqlite3").exists()
+
+
+def test_a_write_locked_by_another_process_fails_with_our_error(tmp_path):
+    db = tmp_path / "db"
+    CodeIndex(db).index_texts({"a.py": "x = 1\n"})
+    other = sqlite3.connect(db / "llmc.sqlite3", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process in the middle of its write
+    try:
+        idx = CodeIndex(db)
+        idx.span_store.timeout = 0.2
+        idx.span_store.close()  # reconnect with the short timeout
+        with pytest.raises(StoreError, match="locked by another process .*try again when that run ends"):
+            idx.index_texts({"b.py": "y = 2\n"})
+        # Reading is not blocked by a writer (WAL mode).
+        assert idx.paths == ["a.py"]
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def test_another_format_is_refused(tmp_path):
+    db = tmp_path / "db"
+    SpanStore(db).set_meta("format", "llmc-index/99")
+    with pytest.raises(StoreError, match="format 'llmc-index/99'.*--reset"):
+        SpanStore(db)
+
+
+def test_the_lexical_index_catches_up_after_a_crash_between_the_commit_and_its_write(tmp_path, monkeypatch):
+    db = tmp_path / "db"
+    idx = CodeIndex(db)
+    lex = idx.lexical("leaf")
+
+    def crash(files, docs):  # noqa: ANN001, ANN202
+        raise RuntimeError("killed right after the span store's commit")
+
+    monkeypatch.setattr(lex, "replace", crash)
+    with pytest.raises(RuntimeError):
+        idx.index_texts(SRC)
+    monkeypatch.undo()
+    # The files are complete in the span store (the transaction committed); the lexical index lags behind...
+    assert idx.paths == sorted(SRC) and idx.span_store.pending(LEXICAL) == sorted(SRC)
+    assert idx.lexical("leaf").search("slug text lower", 5) == []
+    # ... until the next writer replays the outbox.
+    reopened = CodeIndex(db)
+    assert reopened.index_texts(SRC).unchanged == sorted(SRC)
+    assert reopened.span_store.pending(LEXICAL) == []
+    assert reopened.search("slug text lower", k=1).hits[0].span.name == "slug"
+
+
+def test_readers_in_threads_see_only_complete_files_while_one_writes(tmp_path):
+    db = tmp_path / "db"
+    idx = CodeIndex(db, max_tokens=64)
+    files = {f"m{i:03d}.py": f"def handler_{i}(request):\n    return request.reply({i})\n" for i in range(120)}
+    done = threading.Event()
+    seen: list[tuple[int, int]] = []
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        r = CodeIndex(db, max_tokens=64)
+        try:
+            while not done.is_set():
+                for h in r.search("handler request reply", k=20).hits:
+                    # Every hit's file is complete: its marker is there and its leaves tile its text.
+                    text = "".join(s.text for s in r.spans(h.span.path or ""))
+                    seen.append((len(text), len(files[h.span.path or ""])))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(8)]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(0, 120, 10):
+            idx.index_texts(dict(list(files.items())[i : i + 10]))
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    assert seen and all(a == b for a, b in seen)
