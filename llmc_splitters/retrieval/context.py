@@ -6,6 +6,7 @@ leaves of a line range), so building the context of ``k`` hits costs ``O(k)`` re
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from ..chunking.span import Span
@@ -21,18 +22,22 @@ def snippet(span: Span) -> Snippet:
     return Snippet(span.path, span.start_byte, span.end_byte, span.start_line, span.end_line, span.text, span.id)
 
 
-def ancestors(store: SpanStore, span: Span) -> list[Span]:
-    """Stored parents of ``span``, innermost first, ending with the file span."""
+def ancestors(store: SpanStore, span: Span, *, text: bool = True) -> list[Span]:
+    """Stored parents of ``span``, innermost first, ending with the file span (whose text is never rebuilt here:
+    it is the whole file). ``text=False`` rebuilds no parent's text."""
     out: list[Span] = []
     cur = span
     seen = {span.id}
     while cur.parent_id and cur.parent_id not in seen:
         seen.add(cur.parent_id)
-        got = store.get([cur.parent_id]).get(cur.parent_id)
+        got = store.get([cur.parent_id], parent_text=False).get(cur.parent_id)
         if got is None:
             break
-        out.append(got.span)
-        cur = got.span
+        anc = got.span
+        if text and anc.parent_id is not None:
+            anc = dataclasses.replace(anc, text=store.text(anc.path or "", anc.start_byte, anc.end_byte))
+        out.append(anc)
+        cur = anc
     return out
 
 

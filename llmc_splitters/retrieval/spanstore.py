@@ -482,8 +482,9 @@ class SpanStore:
         got = self._read("SELECT bindings FROM files WHERE path = ?", (path,))
         return json.loads(got[0][0]) if got else []
 
-    def get(self, ids: Sequence[str]) -> dict[str, SpanRow]:
-        """Spans by id (parents with their text rebuilt from the leaves), for the ids that are stored."""
+    def get(self, ids: Sequence[str], *, parent_text: bool = True) -> dict[str, SpanRow]:
+        """Spans by id, for the ids that are stored. A parent's text is rebuilt from its leaves (``parent_text=False``:
+        left empty, for a caller that needs only its offsets and metadata)."""
         out: dict[str, SpanRow] = {}
         want = list(dict.fromkeys(ids))
         for i in range(0, len(want), 500):
@@ -492,7 +493,8 @@ class SpanStore:
             for row in self._read(f"SELECT {_SPAN_COLUMNS} FROM spans WHERE id IN ({q})", part):
                 span, role, file, eh = _span_from(row)
                 if role == "parent":
-                    span = _with_text(span, self.text(span.path or "", span.start_byte, span.end_byte))
+                    span = _with_text(span, self.text(span.path or "", span.start_byte, span.end_byte)
+                                      if parent_text else "")
                 out[span.id] = SpanRow(span, role, file, eh)
         return out
 
