@@ -102,7 +102,8 @@ DRIVER = textwrap.dedent(
         out = {"rows": rows, "files": files, "pending": pending, "stale": stale,
                "lexical": sorted(idx.lexical("leaf").ids() | idx.lexical("summary").ids())}
         if idx.dense:
-            out["vectors"] = sorted(idx.vectors.collection.get(include=[])["ids"])
+            out["vectors"] = sorted(i for role in ("leaf", "summary")
+                                    for i in idx.vectors.collection_of(role).get(include=[])["ids"])
         return out
 
 
@@ -111,6 +112,7 @@ DRIVER = textwrap.dedent(
         embedding = Counting(64) if os.environ.get("LLMC_EMBED") == "1" else None
         if os.environ.get("LLMC_GROUP"):
             indexing._GROUP_FILES = int(os.environ["LLMC_GROUP"])  # smaller write groups: more kill points
+            indexing._LEXICAL_COMMIT_SECONDS = 0.0  # and a lexical commit per group: kill points that do not move
         idx = CodeIndex(db, embedding=embedding, max_tokens=256)
         at_open = {"paths": len(idx.paths), "pending": idx.span_store.pending(3)}
         result = {"at_open": at_open}

@@ -81,7 +81,7 @@ def test_the_lexical_index_catches_up_after_a_crash_between_the_commit_and_its_w
     idx = CodeIndex(db)
     lex = idx.lexical("leaf")
 
-    def crash(files, docs):  # noqa: ANN001, ANN202
+    def crash(files, docs, commit=True):  # noqa: ANN001, ANN202
         raise RuntimeError("killed right after the span store's commit")
 
     monkeypatch.setattr(lex, "replace", crash)

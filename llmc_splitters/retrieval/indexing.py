@@ -20,9 +20,11 @@ most the files of the group in flight; the next run finds them unchanged-but-mis
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +47,8 @@ __all__ = ["IndexInterrupted", "IndexReport", "Indexer", "Item", "read_text", "s
 _GROUP_FILES = 32
 _GROUP_ROWS = 4000
 _EMBED_BATCH = 64
+# A lexical-index commit syncs the disk (~0.1 s): groups written within this many seconds share one.
+_LEXICAL_COMMIT_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -142,6 +146,8 @@ class Indexer:
     def __init__(self, index: CodeIndex) -> None:
         self.index = index
         self.store = index.span_store
+        self._uncommitted: list[str] = []  # files written to the lexical index since its last commit
+        self._last_commit = time.monotonic()
 
     # ------------------------------------------------------------------------------------------- the stream
 
@@ -153,7 +159,7 @@ class Indexer:
         self.catch_up()
         markers = self.store.markers()
         fp = self.index.settings_fingerprint
-        with _StopFlag() as stop:
+        with _StopFlag() as stop, self._committing():
             todo = self._changed(items, markers, fp, report, stop)
             source: Iterable[tuple[Item, SpanTree | str | None]]
             if workers == 1:
@@ -258,8 +264,28 @@ class Indexer:
             self.index.vectors.upsert([self._vector_record(g.write.rows[i], vtext, v) for g in group
                                        for i, vtext, v in self._vectors(g)])
             self._delete_stale()
-        self.store.done(paths, LEXICAL | VECTORS)
+            self.store.done(paths, VECTORS)
         group.clear()
+        if time.monotonic() - self._last_commit >= _LEXICAL_COMMIT_SECONDS:
+            self.commit_lexical()
+
+    def commit_lexical(self) -> None:
+        """Commit the lexical indexes and clear the outbox rows of the files they now hold."""
+        self.index.lexical("leaf").commit()
+        self.index.lexical("summary").commit()
+        self._last_commit = time.monotonic()
+        waiting, self._uncommitted = self._uncommitted, []
+        self.store.done(waiting, LEXICAL)
+
+    @contextlib.contextmanager
+    def _committing(self) -> Iterator[None]:
+        """Whatever happens in the block, what reached the lexical index is committed at its end (every file
+        written so far is complete in the span store, so it may be searched)."""
+        try:
+            yield
+        finally:
+            if self._uncommitted:
+                self.commit_lexical()
 
     def _delete_stale(self) -> None:
         stale = self.store.stale_ids()
@@ -303,8 +329,9 @@ class Indexer:
         return Record(s.id, text, vector_metadata(row.file, row.role, s.language, s.kind), vector)
 
     def _publish_lexical(self, paths: list[str], leaves: list[LexDoc], summaries: list[LexDoc]) -> None:
-        self.index.lexical("leaf").replace(paths, leaves)
-        self.index.lexical("summary").replace(paths, summaries)
+        self.index.lexical("leaf").replace(paths, leaves, commit=False)
+        self.index.lexical("summary").replace(paths, summaries, commit=False)
+        self._uncommitted.extend(paths)
 
     # ------------------------------------------------------------------------------------------- removals
 
@@ -316,10 +343,11 @@ class Indexer:
         known = set(self.store.paths()) | set(self.store.pending(LEXICAL | VECTORS))
         dense = self.index.dense
         self.store.remove_files(paths, pending=LEXICAL | (VECTORS if dense else 0))
-        self._publish_lexical(paths, [], [])
-        if dense:
-            self._delete_stale()
-        self.store.done(paths, LEXICAL | VECTORS)
+        with self._committing():
+            self._publish_lexical(paths, [], [])
+            if dense:
+                self._delete_stale()
+                self.store.done(paths, VECTORS)
         self.store.clear_failed(paths)
         return [p for p in paths if p in known]
 
@@ -339,8 +367,8 @@ class Indexer:
                     doc = LexDoc(s.id, r.file, s.language, s.kind,
                                  lexical_text(s.path, s.name if r.role == "leaf" else None, crumb, s.text))
                     (leaves if r.role == "leaf" else summaries).append(doc)
-            self._publish_lexical(part, leaves, summaries)
-            self.store.done(part, LEXICAL)
+            with self._committing():
+                self._publish_lexical(part, leaves, summaries)
         vec = self.store.pending(VECTORS)
         if not vec:
             if self.index.dense:

@@ -93,7 +93,8 @@ class LexicalIndex:
         else:
             self.index = tantivy.Index(self.schema)
         self._writer: Any = None
-        self._lock = threading.Lock()
+        self._dirty = False
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"LexicalIndex({str(self.directory) if self.directory else 'memory'!r})"
@@ -112,8 +113,10 @@ class LexicalIndex:
                 raise StoreError(msg) from exc
         return self._writer
 
-    def replace(self, files: Sequence[str], docs: Iterable[LexDoc]) -> None:
-        """Make the index hold exactly ``docs`` for each of ``files`` (none for a file that is gone), in one commit."""
+    def replace(self, files: Sequence[str], docs: Iterable[LexDoc], *, commit: bool = True) -> None:
+        """Make the index hold exactly ``docs`` for each of ``files`` (none for a file that is gone), visible at the
+        next commit (now, unless ``commit=False``: a writer batches several groups into one commit, which costs a
+        disk sync)."""
         t = self._t
         with self._lock:
             w = self._get_writer()
@@ -129,7 +132,17 @@ class LexicalIndex:
                 doc.add_text("kind", d.kind)
                 doc.add_text("terms", d.terms)
                 w.add_document(doc)
-            w.commit()
+            self._dirty = True
+        if commit:
+            self.commit()
+
+    def commit(self) -> None:
+        """Make every replacement so far visible (and durable)."""
+        with self._lock:
+            if not self._dirty or self._writer is None:
+                return
+            self._writer.commit()
+            self._dirty = False
         self.index.reload()
 
     def clear(self) -> None:
@@ -141,10 +154,10 @@ class LexicalIndex:
         self.index.reload()
 
     def close(self) -> None:
-        """Release the writer (and its lock on the directory)."""
+        """Commit what is pending and release the writer (and its lock on the directory)."""
         with self._lock:
-            if self._writer is not None:
-                self._writer = None
+            self.commit()
+            self._writer = None
 
     # ------------------------------------------------------------------------------------------------- reads
 
