@@ -20,10 +20,10 @@ a ``str`` is binary-looking when it
 * holds a NUL character;
 * starts with a known binary signature, whichever way its bytes above 0x7F were decoded (U+FFFD, a lone surrogate
   U+DC80-U+DCFF from ``surrogateescape``, a Latin-1 or a cp1252 character);
-* or more than :data:`TEXT_SUSPECT_SHARE` (10%) of its characters are *suspect*: U+FFFD (a byte the decoder could not
-  read), lone surrogates, C0 control characters other than tab, line feed, carriage return, form feed, vertical tab,
-  backspace and escape, DEL, and C1 controls (U+0080-U+009F, which no real text holds: they are what Latin-1 makes
-  of binary bytes).
+* or, in a text of at least 32 characters, more than :data:`TEXT_SUSPECT_SHARE` (10%) of its characters are
+  *suspect*: U+FFFD (a byte the decoder could not read), lone surrogates, C0 control characters other than tab,
+  line feed, carriage return, form feed, vertical tab, backspace and escape, DEL, and C1 controls
+  (U+0080-U+009F, which no real text holds: they are what Latin-1 makes of binary bytes).
 
 Real text of any script passes: CJK, emoji, accented Latin and Windows-1252 punctuation (curly quotes, dashes,
 the euro sign, decoded correctly) hold no suspect character at all, and ANSI colour codes use the allowed escape.
@@ -92,6 +92,9 @@ MAGIC: tuple[tuple[bytes, str], ...] = (
 
 TEXT_SUSPECT_SHARE = 0.10
 """Share of suspect characters (see the module docstring) above which a ``str`` is refused as binary-looking."""
+
+TEXT_SHARE_MIN_CHARS = 32
+"""The share rule applies to texts of at least this many characters (a handful of odd characters is no evidence)."""
 
 # C0 controls but tab, LF, VT, FF, CR, backspace and escape; DEL; C1 controls; U+FFFD; surrogates.
 _SUSPECT = re.compile("[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f-\x9f\ufffd\ud800-\udfff]")
@@ -167,13 +170,14 @@ def text_binary_reason(text: str) -> str | None:
         return f"starts with the signature of a {what} (binary data handed over as text)"
     if "\x00" in head:
         return "contains NUL characters (binary data handed over as text)"
-    suspect = len(_SUSPECT.findall(head))
-    share = suspect / len(head)
+    if len(head) < TEXT_SHARE_MIN_CHARS:
+        return None
+    share = len(_SUSPECT.findall(head)) / len(head)
     if share > TEXT_SUSPECT_SHARE:
         return (
-            f"{share:.0%} of its first {len(head)} characters are replacement characters, lone surrogates or "
-            f"control characters (over {TEXT_SUSPECT_SHARE:.0%}: binary data, or text decoded with the wrong "
-            "encoding); decode it with its real encoding, or pass the bytes"
+            f"is {share:.0%} replacement characters, lone surrogates or control characters in its first "
+            f"{len(head)} characters (over {TEXT_SUSPECT_SHARE:.0%}: binary data, or text decoded with the wrong "
+            "encoding)"
         )
     return None
 
