@@ -24,8 +24,9 @@ The rules, in order (the first that decides wins; :attr:`Treatment.detected_by` 
    JSON (an object with ``"cells"`` and ``"nbformat"`` that reads as a notebook); an HTML document (``<!DOCTYPE
    html`` or ``<html``); a grammar whose parse of the text (its first 64 KiB, cut at a blank line) has no error node
    and holds a definition or an import at top level, where a plain-text reading would lose that structure (Python,
-   then JavaScript, then TypeScript; Bash only by its shebang, since most prose parses as shell commands); Markdown
-   when at least two lines are ATX headings or fences.
+   then JavaScript, TypeScript and TSX; Bash only by its shebang, since most prose parses as shell commands);
+   Markdown when at least two lines are fences or ATX headings followed by a blank line (a comment in code is
+   followed by code).
 7. Otherwise plain text (``"default"``). With no path and no language that is a guess:
    :attr:`Treatment.guessed` is true, and the framework splitters warn once, naming the remedy.
 
@@ -91,7 +92,10 @@ _STRUCTURE = {
                              "abstract_class_declaration", "interface_declaration", "type_alias_declaration",
                              "enum_declaration", "import_statement", "export_statement"}),
 }
-_MARKDOWN_SIGNAL = re.compile(r"^(?: {0,3}#{1,6}[ \t]+\S| {0,3}(?:```|~~~))", re.MULTILINE)
+_STRUCTURE["tsx"] = _STRUCTURE["typescript"]
+# A heading followed by a blank line, or a fence line. A comment line in code looks like an ATX heading, but
+# code follows it on the next line; Markdown puts a blank line under a heading.
+_MARKDOWN_SIGNAL = re.compile(r"^(?: {0,3}#{1,6}[ \t]+\S[^\n]*\n[ \t]*(?:\n|\Z)| {0,3}(?:```|~~~))", re.MULTILINE)
 _HTML_START = re.compile(r"\A\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html[\s>])", re.IGNORECASE | re.DOTALL)
 _BLANK_CUT = re.compile(r"\n[ \t]*\n(?=\S)")
 
