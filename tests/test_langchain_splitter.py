@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -99,7 +100,15 @@ def test_split_documents_metadata_and_input_metadata_preserved(cl100k):
 def test_corpus_documents_are_exact_and_fit(path, chunk_size, cl100k):
     text = path.read_bytes().decode("utf-8")
     docs = CodeTextSplitter(chunk_size=chunk_size).create_documents([text], [{"source": str(path)}])
-    assert_exact_documents(text, docs, chunk_size, cl100k.count)
+    if path.suffix != ".ipynb":
+        assert_exact_documents(text, docs, chunk_size, cl100k.count)
+        return
+    # A notebook: chunks per cell, exact against the cell's source; the input's source is kept.
+    cells = [c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in json.loads(text)["cells"]]
+    assert {d.metadata["cell_index"] for d in docs} == {i for i, c in enumerate(cells) if c.strip()}
+    assert all(d.metadata["source"] == str(path) for d in docs)
+    for i, cell in enumerate(cells):
+        assert_exact_documents(cell, [d for d in docs if d.metadata["cell_index"] == i], chunk_size, cl100k.count)
 
 
 def test_split_text_and_transform_documents_agree_with_create_documents():

@@ -218,3 +218,63 @@ def read_source(path: str, errors: str = "fallback") -> Decoded:
     """Read and decode a file (see :func:`decode`)."""
     with open(path, "rb") as fh:
         return decode(fh.read(), errors)
+
+
+# ------------------------------------------------------------------------------------------- lone surrogates
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> tuple[str, str]:
+    """``text`` with each lone surrogate replaced by one character that every encoder accepts, and the record
+    that restores it (``""`` when there was none).
+
+    Lone surrogates are what ``errors="surrogateescape"`` makes of bytes that are not UTF-8 (U+DC80-U+DCFF for the
+    bytes 0x80-0xFF). Our spans keep them (the text is lossless), but LlamaIndex cannot hash such text and no JSON
+    store, vector store or embedding API accepts it. So a framework object gets this escaped form: an escaped byte
+    becomes the character cp1252 (else Latin-1) gives that byte, as the chunker's own ``errors="fallback"``
+    decoding would (``b"caf\\xe9"`` read with surrogateescape reads ``café``), and any other lone surrogate
+    becomes U+FFFD. One character stands for one, so character offsets and line numbers are unchanged. The record
+    lists ``<index>:<code point in hex>`` pairs, comma-separated (``"3:dce9"``), and
+    :func:`restore_surrogates` gives the original text back.
+
+    Example:
+        >>> escape_surrogates("caf\\udce9 = 1")
+        ('café = 1', '3:dce9')
+        >>> restore_surrogates(*escape_surrogates("caf\\udce9 = 1")) == "caf\\udce9 = 1"
+        True
+    """
+    if not _LONE_SURROGATE.search(text):
+        return text, ""
+    record: list[str] = []
+
+    def swap(m: re.Match[str]) -> str:
+        o = ord(m.group())
+        record.append(f"{m.start()}:{o:x}")
+        if 0xDC80 <= o <= 0xDCFF:
+            byte = bytes([o - 0xDC00])
+            try:
+                return byte.decode("cp1252")
+            except UnicodeDecodeError:
+                return byte.decode("latin-1")
+        return "\ufffd"
+
+    return _LONE_SURROGATE.sub(swap, text), ",".join(record)
+
+
+def restore_surrogates(text: str, record: str) -> str:
+    """The original of a text escaped by :func:`escape_surrogates`, from its record (``""``: nothing to restore).
+
+    Raises:
+        ConfigurationError: ``record`` is not such a record, or does not fit ``text``.
+    """
+    if not record:
+        return text
+    chars = list(text)
+    try:
+        for item in record.split(","):
+            index, code = item.split(":")
+            chars[int(index)] = chr(int(code, 16))
+    except (ValueError, IndexError) as exc:
+        msg = f"not a surrogate record of this text: {record[:80]!r} ({exc})"
+        raise ConfigurationError(msg) from exc
+    return "".join(chars)
