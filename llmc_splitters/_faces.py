@@ -11,7 +11,7 @@ import sys
 import uuid
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import PurePath, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
 from .chunking.dispatch import classify, language_name, resolve_language
@@ -249,6 +249,57 @@ def relative_paths(paths: Sequence[str | None], root: Any) -> list[str | None]:
             raise ConfigurationError(msg)
         out.append(PurePosixPath(*PurePath(rel).parts).as_posix())
     return out
+
+
+def resolve_top_k(k: int | None, similarity_top_k: int | None, search_kwargs: Mapping[str, Any] | None,
+                  default: int = 4) -> int:
+    """The number of hits from ``k`` or a framework's spelling of it: LlamaIndex ``similarity_top_k``, LangChain
+    ``search_kwargs={"k": ...}``; two different values are an error, and so is a ``search_kwargs`` key we cannot
+    honour (a vector-store filter, a score threshold)."""
+    given: dict[str, Any] = {}
+    if k is not None:
+        given["k"] = k
+    if similarity_top_k is not None:
+        given["similarity_top_k"] = similarity_top_k
+    if search_kwargs is not None:
+        if not isinstance(search_kwargs, Mapping):
+            msg = f"search_kwargs must be a dict such as {{'k': 4}}, got {type(search_kwargs).__name__}"
+            raise ConfigurationError(msg)
+        other = sorted(set(search_kwargs) - {"k"})
+        if other:
+            msg = (
+                f"search_kwargs supports only 'k' (this retriever ranks by BM25 and embeddings itself and has no "
+                f"vector-store filters or thresholds); got {', '.join(map(repr, other))}"
+            )
+            raise ConfigurationError(msg)
+        if "k" in search_kwargs:
+            given["search_kwargs['k']"] = search_kwargs["k"]
+    values = set(map(repr, given.values()))
+    if len(values) > 1:
+        msg = f"{' and '.join(f'{name}={value!r}' for name, value in given.items())} are the same setting; give one"
+        raise ConfigurationError(msg)
+    value = next(iter(given.values())) if given else default
+    check_positive(next(iter(given), "k"), value)
+    return value
+
+
+def index_directory(code_retriever: Any, directory: str | os.PathLike[str], *, include: Sequence[str],
+                    exclude: Sequence[str], root: Any) -> Any:
+    """Index the files under ``directory`` that ``llmc-splitters index`` would select
+    (:func:`llmc_splitters.ingest.walk.walk`), stored relative to ``root`` (``None``: ``directory``; ``False``:
+    absolute paths). Files already indexed and no longer present are kept (nothing is pruned)."""
+    from .ingest.walk import WalkOptions, walk
+
+    if not os.path.isdir(directory):
+        msg = f"directory must be a directory, got {os.fspath(directory)!r}"
+        raise ConfigurationError(msg)
+    walked = walk(directory, WalkOptions(include=tuple(include), exclude=tuple(exclude)))
+    paths = [str(p) for p in walked.paths]
+    if root is False:
+        return code_retriever.index_files(paths)
+    base = walked.root if root is None else Path(os.fspath(root)).resolve()
+    relative_paths(paths, base)  # every file must lie under root
+    return code_retriever.index_files(paths, root=base)
 
 
 def whole_files(entries: Iterable[tuple[str | None, str]], taken: Mapping[str, str], loaders: str
