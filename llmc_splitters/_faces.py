@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
-from .chunking.dispatch import classify, language_name, resolve_language
+from .chunking.dispatch import classify, resolve_language
 from .chunking.inputs import escape_surrogates
 from .chunking.span import SpanTree
 from .errors import ConfigurationError, InputWarning, UnsupportedInputError
@@ -245,7 +245,8 @@ def relative_paths(paths: Sequence[str | None], root: Any) -> list[str | None]:
             continue
         rel = os.path.relpath(os.path.abspath(p), base)
         if rel == os.pardir or rel.startswith(os.pardir + os.sep):
-            msg = f"the document path {p!r} is not under root={os.fspath(root)!r}; give a root that holds every document"
+            msg = (f"the document path {p!r} is not under root={os.fspath(root)!r}; give a root that holds every "
+                   "document")
             raise ConfigurationError(msg)
         out.append(PurePosixPath(*PurePath(rel).parts).as_posix())
     return out

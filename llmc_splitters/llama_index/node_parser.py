@@ -38,7 +38,6 @@ try:
         Document,
         MetadataMode,
         NodeRelationship,
-        ObjectType,
         RelatedNodeInfo,
         TextNode,
     )
