@@ -114,6 +114,13 @@ class Treatment:
         path: The path as given.
         reason: Why binary input is refused (``None`` otherwise).
         decoded: What decoding ``bytes`` recorded (``encoding``, ``bom``, ``decode_fallback``); empty for ``str``.
+
+    Example:
+        >>> t = classify(b"caf\\xe9 = 1\\n", path="menu.py")
+        >>> (t.kind, t.language, t.detected_by, t.text, dict(t.decoded))
+        ('code', 'python', 'extension', 'café = 1\\n', {'encoding': 'cp1252', 'decode_fallback': True})
+        >>> classify("\\x00\\x01", path="x.bin").refused
+        True
     """
 
     kind: str
