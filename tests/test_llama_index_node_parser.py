@@ -19,7 +19,7 @@ from llama_index.core.ingestion import IngestionCache, IngestionPipeline  # noqa
 from llama_index.core.node_parser import NodeParser, get_leaf_nodes, get_root_nodes  # noqa: E402
 from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode  # noqa: E402
 
-from llmc_splitters import ConfigurationError  # noqa: E402
+from llmc_splitters import ConfigurationError, InputWarning  # noqa: E402
 from llmc_splitters.llama_index import CodeNodeParser  # noqa: E402
 
 R = NodeRelationship
@@ -138,7 +138,9 @@ def test_language_detection_per_document():
         Document(text="deploy() {\n  echo hi\n}\n", metadata={"source": "run.sh"}),
         Document(text="just words\n"),
     ]
-    nodes = CodeNodeParser(chunk_size=64).get_nodes_from_documents(docs)
+    # The last one has nothing to go on: chunked as text, with one warning naming the remedy.
+    with pytest.warns(InputWarning, match=r"1 document\(s\) had no path and no language.*'file_path'"):
+        nodes = CodeNodeParser(chunk_size=64).get_nodes_from_documents(docs)
     assert [n.metadata["language"] for n in nodes] == ["python", "javascript", "bash", "text"]
     assert nodes[3].metadata["symbol"] == "" and nodes[3].metadata["breadcrumb"] == "", "present, empty for none"
     assert "symbol:" not in nodes[3].get_content(metadata_mode=MetadataMode.EMBED)
