@@ -10,7 +10,14 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, List, Optional
 
-from .._faces import check_positive, core_retriever, index_directory, relative_paths, resolve_top_k, whole_files
+from .._faces import (
+    check_positive,
+    core_retriever,
+    index_directory,
+    relative_paths,
+    resolve_top_k,
+    whole_files,
+)
 from ..errors import ConfigurationError, checked_arguments, missing_dependency
 
 try:
