@@ -93,6 +93,31 @@ def indexed(tree) -> tuple[Path, list[str], dict]:
 # ---------------------------------------------------------------------------------------------------------- index
 
 
+def test_a_shell_heavy_tree_indexes_extensionless_scripts_under_their_language(tmp_path):
+    """A tree of extensionless ``#!`` scripts, generated here (as in a shell-heavy repository, where selecting by
+    extension indexed 19 of 430 files): every script is indexed and counted under its interpreter's language."""
+    shells = {"#!/bin/sh": 12, "#!/usr/bin/env bash": 9, "#!/bin/bash -e": 3, "#!/usr/bin/env python3": 4}
+    n = 0
+    for shebang, count in shells.items():
+        for _ in range(count):
+            body = (f"def step_{n}(args):\n    return sorted(args)\n" if "python" in shebang else
+                    f"step_{n}() {{\n  printf '%s\\n' \"step {n}: $*\"\n}}\n\nstep_{n} \"$@\"\n")
+            script = tmp_path / "scripts" / f"tool-{n}"
+            script.parent.mkdir(exist_ok=True)
+            script.write_text(f"{shebang}\n# Tool {n}.\n{body}", encoding="utf-8")
+            n += 1
+    (tmp_path / "README").write_text("Tools for the build.\n", encoding="utf-8")  # no extension, no #!: skipped
+    (tmp_path / "scripts" / "notes").write_text("#!not an interpreter\n", encoding="utf-8")
+    summary = index_json(tmp_path, "--embedding", "none")
+    assert summary["languages"] == {"bash": 24, "python": 4}
+    assert summary["added"] == summary["files"] == 28
+    skipped = {s["path"]: s["kind"] for s in summary["skipped_paths"]}
+    assert skipped["README"] == skipped["scripts/notes"] == "unsupported"
+    got = run("query", "step_7 printf", "--db", str(tmp_path / ".llmc"), "--json", "--k", "1")
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["hits"][0]["path"] == "scripts/tool-7"
+
+
 def test_index_summary_counts_and_skip_reasons(indexed):
     root, files, summary = indexed
     assert summary["files"] == len(files) >= 10

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import re
 
 import pytest
@@ -71,7 +72,8 @@ def assert_cited_exactly(docs: list[Document], files: dict[str, str]) -> None:
 @pytest.fixture(scope="module")
 def corpus(stdlib_dir):
     docs = load(stdlib_dir)
-    return docs, {d.metadata["source"]: d.page_content for d in docs}
+    # DirectoryLoader gives absolute paths; the retriever stores and cites them relative to their common directory.
+    return docs, {pathlib.Path(d.metadata["source"]).relative_to(stdlib_dir).as_posix(): d.page_content for d in docs}
 
 
 @pytest.fixture(scope="module")

@@ -249,10 +249,10 @@ def _cmd_chunk(args: argparse.Namespace) -> ExitCode:
     from .ingest.walk import walk
 
     if args.language:
-        from .chunking.languages import get_spec
+        from .chunking.dispatch import resolve_language
 
         try:
-            get_spec(args.language)
+            resolve_language(args.language)
         except UnsupportedInputError as exc:
             raise CliError(f"error: --language: {exc}", ExitCode.USAGE) from exc
     chunker = ASTChunker(max_tokens=args.max_tokens)
@@ -307,11 +307,14 @@ def _cmd_chunk(args: argparse.Namespace) -> ExitCode:
 
 
 def _print_span_table(path: str, spans: list[Any], budget: int, color: bool) -> None:
-    lang = spans[0].language if spans else "-"
+    lang = ("notebook" if "cell_index" in spans[0].metadata else spans[0].language) if spans else "-"
     total = sum(s.token_count for s in spans)
     title = f"{path}  ({lang}, {len(spans)} spans, {total} tokens, max {budget} per span)"
+    # A notebook's spans count lines in their cell: the cell is part of where they are.
     rows = [
-        (s.kind, s.name or "-", f"{s.start_line}-{s.end_line}", str(s.token_count), str(s.metadata.get("breadcrumb") or ""))
+        (s.kind, s.name or "-",
+         (f"cell{s.metadata['cell_index']}:" if "cell_index" in s.metadata else "") + f"{s.start_line}-{s.end_line}",
+         str(s.token_count), str(s.metadata.get("breadcrumb") or ""))
         for s in spans
     ]
     if color:
@@ -650,7 +653,8 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
     for sk in walked.unreadable:
         total.failed.setdefault(sk.path, sk.detail)
     done = set(total.added) | set(total.updated) | set(total.unchanged)
-    langs = Counter(detect_language(f) for f in walked.files if f in done)
+    # The walker read each file's head: an extensionless script counts under its #! language, a notebook as one.
+    langs = Counter(walked.languages.get(f) or detect_language(f) for f in walked.files if f in done)
     counts = index.span_store.counts()
     summary: dict[str, Any] = {
         "root": str(root),

@@ -50,7 +50,7 @@ def test_bad_files_are_reported_and_the_rest_is_indexed(tmp_path):
     idx = CodeIndex(tmp_path / "db", chunker=PickyChunker(max_tokens=128, analyze=True))
     report = idx.index_directory(root)
     assert set(report.failed) == {"blob.py", "heapq.py"}
-    assert "binary" in report.failed["blob.py"] and "NUL" in report.failed["blob.py"]
+    assert "binary" in report.failed["blob.py"] and "PNG image" in report.failed["blob.py"]
     assert "RuntimeError: simulated chunker bug" in report.failed["heapq.py"]
     assert sorted(report.added) == sorted({*FILES, "latin1.py", "empty.py"} - {"heapq.py"})
     # Bytes that are not UTF-8 are decoded by the documented fallback (cp1252), not replaced: nothing is lost.

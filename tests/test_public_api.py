@@ -14,7 +14,9 @@ import llmc_splitters
 CORE_ALL = [
     "ASTChunker",
     "ConfigurationError",
+    "InputWarning",
     "LlmcError",
+    "LlmcWarning",
     "MalformedNotebookError",
     "MissingDependencyError",
     "Span",
