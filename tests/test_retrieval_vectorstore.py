@@ -84,7 +84,7 @@ def test_reindex_remove_and_reopen(tmp_path) -> None:
 
 
 def test_embedding_mismatch_and_bad_arguments(tmp_path) -> None:
-    code_index(InMemoryVectorStore(HashingEmbedding(64)), path=tmp_path / "db")
+    code_index(InMemoryVectorStore(HashingEmbedding(64)), path=tmp_path / "db").index_texts({"a.py": "x = 1\n"})
 
     class Other(HashingEmbedding):
         name = "model-b"

@@ -80,7 +80,15 @@ def get_lines(store: SpanStore, path: str, start_line: int, end_line: int | None
     Raises:
         ConfigurationError: The file is not indexed or the range is outside it.
     """
-    if store.marker(path) is None:
+    if store.last_line(path) is None:
+        cells = store.documents(path) if store.marker(path) is not None else []
+        if cells:
+            listed = ", ".join(cells[:3]) + ("..." if len(cells) > 3 else "")
+            msg = f"{path!r} is a notebook: its cells are indexed one by one ({listed}); ask for the lines of a cell"
+            raise ConfigurationError(msg)
+        if store.marker(path) is not None:
+            msg = f"{path!r} is indexed but empty: it has no lines"
+            raise ConfigurationError(msg)
         known = store.paths()
         listed = ", ".join(known[:5]) + ("..." if len(known) > 5 else "")
         msg = f"{path!r} is not indexed; indexed files: {listed or '(none)'}"

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chunking.span import Span
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, checked_arguments
 from .context import ancestors as _ancestors
 from .context import get_lines as _get_lines
 from .context import get_symbol as _get_symbol
@@ -53,8 +53,11 @@ __all__ = ["CodeIndex", "DEFAULT_INCLUDE", "FileSummaryInput", "Hit", "IndexInte
 
 DEFAULT_INCLUDE = (
     "*.py", "*.pyi", "*.js", "*.mjs", "*.cjs", "*.jsx", "*.ts", "*.mts", "*.cts", "*.tsx", "*.sh", "*.bash",
+    "*.ipynb",
 )
-"""File patterns :meth:`CodeIndex.index_directory` indexes by default."""
+"""File patterns :meth:`CodeIndex.index_directory` indexes by default (and extensionless ``#!`` scripts in a language
+the chunker parses). ``llmc-splitters index`` and the framework faces select with
+:func:`llmc_splitters.ingest.walk.walk` instead (``.gitignore``, generated and minified files, documentation)."""
 
 _SKIP_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", "dist", "build"}
@@ -98,6 +101,7 @@ class CodeIndex:
         MissingDependencyError: ``tantivy`` (or ``chromadb``, for dense search) is missing.
     """
 
+    @checked_arguments
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -151,7 +155,7 @@ class CodeIndex:
     def _check_embedding(self) -> None:
         stored = self.span_store.get_meta("embedding")
         if stored is None:
-            self.span_store.set_meta("embedding", self.embedding_name)
+            self.span_store.set_meta_on_create("embedding", self.embedding_name)
         elif stored != self.embedding_name:
             hint = "pass the same embedding (or embedding=None for a lexical index), or reset=True to rebuild it"
             msg = (f"the index at {self.span_store.dir} holds vectors from {stored!r}, not {self.embedding_name!r}; "
@@ -207,7 +211,7 @@ class CodeIndex:
                     where = describe()
                     if where.get("path") == str(self.path / "chroma"):
                         where["path"] = "chroma"  # inside the index directory: the index can move
-                    self.span_store.set_meta("vectors", json.dumps(where))
+                    self.span_store.set_meta_on_create("vectors", json.dumps(where))
         return self._vectors
 
     def lexical(self, role: str) -> LexicalIndex:
@@ -416,11 +420,10 @@ class CodeIndex:
             for fn in sorted(filenames):
                 p = Path(dirpath) / fn
                 rel = p.relative_to(base)
-                if not any(rel.match(g) or Path(fn).match(g) for g in include):
-                    continue
                 if any(rel.match(g) for g in exclude):
                     continue
-                found.append(p)
+                if any(rel.match(g) or Path(fn).match(g) for g in include) or "." not in fn and _script(p):
+                    found.append(p)
         report = self.index_files(found, root=base, workers=workers)
         if prune:
             present = {p.relative_to(base).as_posix() for p in found}
@@ -509,8 +512,21 @@ class CodeIndex:
             ConfigurationError: ``k`` is not positive, or a filter is invalid.
         """
         filt = _filter(filters, path, language, kind)
+        self.span_store.require()
         return search(self, query, k, filt=filt, multi_stage=multi_stage, summaries=summaries,
                       candidates=candidates, rrf_k=rrf_k)
+
+
+def _script(path: Path) -> bool:
+    """Whether an extensionless file starts with a ``#!`` line naming an interpreter whose language we parse."""
+    from ..chunking.languages import language_from_shebang
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return False
+    return language_from_shebang(head.decode("utf-8", "replace")) is not None
 
 
 def _filter(filters: SearchFilter | Mapping[str, Any] | None, path: str | None, language: str | None,

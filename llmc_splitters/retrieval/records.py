@@ -312,13 +312,13 @@ def build_file(
     Returns:
         A :class:`PreparedFile`.
     """
-    data = text.encode("utf-8", "surrogatepass")
-    info = analyze(tree, data)
+    from ..chunking.dispatch import document_trees
+
     root = tree.root
-    leaf_ids = {s.id for s in tree.leaves}
     rows: list[SpanRow] = []
+    bindings: dict[str, list[dict[str, Any]]] = {}
     prepared = PreparedFile(path, FileWrite(FileMarker(path, file_hash, settings, root.language, None, None, 0, 0,
-                                                      time.time()), rows, info.bindings))
+                                                      time.time()), rows, bindings))
 
     def searched(span: Span, role: str, embedded: str) -> None:
         meta = {k: v for k, v in span.metadata.items() if k not in _LAYOUT_ONLY}
@@ -326,45 +326,71 @@ def build_file(
         if view is not None:
             vtext, eh = view(embedded, meta)
             prepared.views.append((len(rows), vtext, eh))
-        span = Span(span.id, path, span.language, span.kind, span.name, span.text, span.start_byte, span.end_byte,
-                    span.start_char, span.end_char, span.start_line, span.end_line, span.parent_id, span.token_count,
-                    meta)
+        span = dataclasses.replace(span, metadata=meta)
         rows.append(SpanRow(span, role, path, eh))
         doc = LexDoc(span.id, path, span.language, span.kind,
-                     lexical_text(path, span.name if role == "leaf" else None, meta.get("breadcrumb") if role == "leaf" else "",
-                                  span.text))
+                     lexical_text(span.path, span.name if role == "leaf" else None,
+                                  meta.get("breadcrumb") if role == "leaf" else "", span.text))
         (prepared.leaves if role == "leaf" else prepared.summaries).append(doc)
 
-    for span in tree.spans:
-        if span.id not in leaf_ids:
-            sp = with_meta(span, info.per_span.get(span.id, {}))
-            rows.append(SpanRow(dataclasses.replace(sp, metadata={k: v for k, v in sp.metadata.items()
-                                                                  if k not in _LAYOUT_ONLY}), "parent", path))
-    for span in tree.leaves:
-        sp = with_meta(span, info.per_span.get(span.id, {}))
-        searched(sp, "leaf", embed_source(sp, "leaf"))
-    # File summary.
-    summary = file_summary(path, tree, info)
+    # One document per tree: the file itself, or each cell of a notebook (its spans' path is the cell's,
+    # `nb.ipynb#cell3`, and their offsets and lines refer to the cell).
+    infos: list[tuple[SpanTree, FileInfo]] = []
+    for doc_tree in document_trees(tree):
+        droot = doc_tree.root
+        doc_path = droot.path or path
+        data = "".join(s.text for s in doc_tree.leaves).encode("utf-8", "surrogatepass")
+        info = analyze(doc_tree, data)
+        infos.append((doc_tree, info))
+        bindings[doc_path] = info.bindings
+        leaf_ids = {s.id for s in doc_tree.leaves}
+        for span in doc_tree.spans:
+            if span.id not in leaf_ids:
+                sp = with_meta(span, info.per_span.get(span.id, {}))
+                rows.append(SpanRow(dataclasses.replace(sp, path=doc_path, metadata={
+                    k: v for k, v in sp.metadata.items() if k not in _LAYOUT_ONLY}), "parent", path))
+        for span in doc_tree.leaves:
+            sp = dataclasses.replace(with_meta(span, info.per_span.get(span.id, {})), path=doc_path)
+            searched(sp, "leaf", embed_source(sp, "leaf"))
+    # File summary (of all its documents).
+    summary = file_summary(path, tree, _merged(infos))
     if summarizer is not None:
+        info = _merged(infos)
         extra_text = summarizer(FileSummaryInput(path, root.language, text, info.docstring, tuple(info.top_symbols)))
         if extra_text:
             summary = f"{summary}\nSummary: {extra_text.strip()}\n"
-    searched(_summary_span(derived_id("file", path), root, "file", None, summary), "summary", summary)
+    searched(_summary_span(derived_id("file", path), dataclasses.replace(root, path=path), "file", None, summary),
+             "summary", summary)
     # Class summaries: one per split class (a class that fits is a leaf and is searched as such).
-    for span in tree.spans:
-        if span.id in leaf_ids or span.kind not in CLASS_KINDS:
-            continue
-        sk = info.per_span.get(span.id, {}).get("skeleton") or span.metadata.get("skeleton")
-        if not sk:
-            continue
-        doc = f"{path}: {span.name or span.kind}\n{sk}"
-        searched(_summary_span(derived_id("class", span.id), span, "class", span.name, doc), "summary", doc)
+    for doc_tree, info in infos:
+        leaf_ids = {s.id for s in doc_tree.leaves}
+        for span in doc_tree.spans:
+            if span.id in leaf_ids or span.kind not in CLASS_KINDS:
+                continue
+            sk = info.per_span.get(span.id, {}).get("skeleton") or span.metadata.get("skeleton")
+            if not sk:
+                continue
+            doc = f"{path}: {span.name or span.kind}\n{sk}"
+            target = dataclasses.replace(span, path=doc_tree.root.path or path)
+            searched(_summary_span(derived_id("class", span.id), target, "class", span.name, doc), "summary", doc)
     m = prepared.write.marker
     n_leaves = sum(r.role == "leaf" for r in rows)
     size, mtime_ns = stat if stat is not None else (None, None)
     prepared.write.marker = FileMarker(m.path, m.hash, m.settings, m.language, size, mtime_ns, len(rows), n_leaves,
                                        m.indexed_at)
     return prepared
+
+
+def _merged(infos: list[tuple[SpanTree, FileInfo]]) -> FileInfo:
+    """One file's analysis from its documents' (a notebook's cells): bindings, symbols, the first docstring."""
+    if len(infos) == 1:
+        return infos[0][1]
+    out = FileInfo()
+    for _, info in infos:
+        out.bindings.extend(info.bindings)
+        out.top_symbols.extend(info.top_symbols)
+        out.docstring = out.docstring or info.docstring
+    return out
 
 
 def _summary_span(sid: str, target: Span, kind: str, name: str | None, text: str) -> Span:

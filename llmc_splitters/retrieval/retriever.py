@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, checked_arguments
 from ..chunking.tokens import resolve_tokenizer
 from .embeddings import Embedding
 from .expand import DEFAULT_MARKER, Expansion, HitContext, Piece, Snippet, expand, render_marker
@@ -89,6 +89,7 @@ class CodeRetriever:
         ...
     """
 
+    @checked_arguments
     def __init__(
         self,
         *,

@@ -110,16 +110,31 @@ class FileMarker:
 
 @dataclass(slots=True)
 class FileWrite:
-    """Everything one file's transaction writes: its marker, its rows and its import bindings."""
+    """Everything one file's transaction writes: its marker, its rows, and the import bindings of each of its
+    documents (the file, or each cell of a notebook) by document path."""
 
     marker: FileMarker
     rows: list[SpanRow]
-    bindings: list[dict[str, Any]]
+    bindings: dict[str, list[dict[str, Any]]]
+
+
+def _db_text(text: str) -> str | bytes:
+    """A text as SQLite stores it: UTF-8, or, for a text with lone surrogates (read with ``surrogateescape``),
+    its bytes with the surrogates kept (``surrogatepass``), so that nothing is lost."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
 
 
 def _span_from(row: Sequence[Any], text: str | None = None) -> tuple[Span, str, str, str | None]:
     (sid, file, path, role, kind, name, language, sb, eb, sc, ec, sl, el, parent, tokens, stored, meta,
      embed_hash) = row
+    if isinstance(stored, bytes):
+        stored = stored.decode("utf-8", "surrogatepass")
+    if isinstance(meta, bytes):
+        meta = meta.decode("utf-8", "surrogatepass")
     span = Span(sid, path, language, kind, name, stored if text is None else text, sb, eb, sc, ec, sl, el, parent,
                 tokens, json.loads(meta))
     return span, role, file, embed_hash
@@ -171,16 +186,28 @@ class SpanStore:
             path = self._tmp.name
         self.dir = Path(path)
         self.file = self.dir / DB_FILE
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        self._closed = False
+        self._on_create: dict[str, str] = {}
         if not self.file.is_file():
             if not create:
                 hint = "" if self.dir.exists() else " (the directory does not exist)"
                 msg = f"no index at {self.dir}{hint}; build one first (llmc-splitters index PATH --db {self.dir})"
                 raise IndexNotFoundError(msg)
             self._check_not_old_format()
-            self.dir.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._write_lock = threading.RLock()
-        self._closed = False
+            if self._tmp is None:
+                return  # created by the first write: a search of a mistyped path must not leave an empty index
+        self._open()
+
+    @property
+    def exists(self) -> bool:
+        """Whether the index file exists (a store opened to be created is made by its first write)."""
+        return self.file.is_file()
+
+    def _open(self) -> None:
+        """Create the directory and the tables when missing, and check the format."""
+        self.dir.mkdir(parents=True, exist_ok=True)
         conn = self._conn()
         try:
             with conn:
@@ -188,12 +215,27 @@ class SpanStore:
                 got = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
                 if got is None:
                     conn.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+                    conn.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)", list(self._on_create.items()))
                 elif got[0] != FORMAT:
                     msg = (f"{self.file} holds an index of format {got[0]!r}, not {FORMAT!r}: rebuild it with "
                            "`llmc-splitters index PATH --reset` (or CodeIndex(..., reset=True))")
                     raise StoreError(msg)
         except sqlite3.DatabaseError as exc:
             raise self._error("open", exc) from exc
+
+    def require(self) -> None:
+        """Raise :class:`IndexNotFoundError` unless the index exists (for a query: nothing is created)."""
+        if not self.exists:
+            msg = (f"no index at {self.dir}: nothing was indexed there (index files first, or check the path; "
+                   f"llmc-splitters index PATH --db {self.dir})")
+            raise IndexNotFoundError(msg)
+
+    def set_meta_on_create(self, key: str, value: str) -> None:
+        """A setting the index records when its file is created (or now, when it exists)."""
+        if self.exists:
+            self.set_meta(key, value)
+        else:
+            self._on_create[key] = value
 
     def _check_not_old_format(self) -> None:
         if (self.dir / "chroma.sqlite3").is_file():
@@ -239,6 +281,8 @@ class SpanStore:
         return StoreError(f"could not {what} {self.file}: {why}")
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        if getattr(self._local, "conn", None) is None and not self.exists:
+            return []  # not created yet: holds nothing
         try:
             return self._conn().execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
@@ -259,7 +303,7 @@ class SpanStore:
     def get_meta(self, key: str) -> str | None:
         """A stored setting (``embedding``, ``updated_at``, ...)."""
         got = self._read("SELECT value FROM meta WHERE key = ?", (key,))
-        return got[0][0] if got else None
+        return got[0][0] if got else self._on_create.get(key)
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a setting."""
@@ -274,6 +318,12 @@ class SpanStore:
 
         def __enter__(self) -> sqlite3.Connection:
             self.store._write_lock.acquire()
+            if not self.store.exists:
+                try:
+                    self.store._open()
+                except BaseException:
+                    self.store._write_lock.release()
+                    raise
             conn = self.store._conn()
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -325,7 +375,7 @@ class SpanStore:
                 conn.execute(
                     "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (m.path, m.hash, m.settings, m.language, m.size, m.mtime_ns, m.n_spans, m.n_leaves,
-                     json.dumps(w.bindings, ensure_ascii=False), m.indexed_at),
+                     _db_text(json.dumps(w.bindings, ensure_ascii=False)), m.indexed_at),
                 )
                 conn.execute("DELETE FROM failed WHERE path = ?", (m.path,))
                 if pending:
@@ -478,9 +528,24 @@ class SpanStore:
         return out
 
     def bindings(self, path: str) -> list[dict[str, Any]]:
-        """The import and module-level name bindings of a file (what a leaf's ``uses`` indices point at)."""
-        got = self._read("SELECT bindings FROM files WHERE path = ?", (path,))
-        return json.loads(got[0][0]) if got else []
+        """The import and module-level name bindings of a document (a file, or a notebook's cell): what its leaves'
+        ``uses`` indices point at."""
+        file = self.file_of(path)
+        got = self._read("SELECT bindings FROM files WHERE path = ?", (file,)) if file is not None else []
+        if not got:
+            return []
+        raw = got[0][0]
+        return json.loads(raw.decode("utf-8", "surrogatepass") if isinstance(raw, bytes) else raw).get(path, [])
+
+    def file_of(self, path: str) -> str | None:
+        """The file a document belongs to (itself, or the notebook of a cell), if it is indexed."""
+        got = self._read("SELECT file FROM spans WHERE path = ? LIMIT 1", (path,))
+        return got[0][0] if got else None
+
+    def documents(self, file: str) -> list[str]:
+        """The documents of an indexed file: itself, or its notebook cells (``nb.ipynb#cell3``), in order."""
+        rows = self._read("SELECT DISTINCT path FROM spans WHERE file = ? AND role = 'leaf'", (file,))
+        return sorted((r[0] for r in rows), key=lambda p: (len(p), p))
 
     def get(self, ids: Sequence[str], *, parent_text: bool = True) -> dict[str, SpanRow]:
         """Spans by id, for the ids that are stored. A parent's text is rebuilt from its leaves (``parent_text=False``:
@@ -549,12 +614,9 @@ class SpanStore:
 
     def last_line(self, path: str) -> tuple[int, int] | None:
         """``(last line, end byte)`` of a document, from its last leaf."""
-        rows = self._read("SELECT end_line, end_byte, text FROM spans WHERE path = ? AND role = 'leaf' "
+        rows = self._read("SELECT end_line, end_byte FROM spans WHERE path = ? AND role = 'leaf' "
                           "ORDER BY start_byte DESC LIMIT 1", (path,))
-        if not rows:
-            return None
-        end_line, end_byte, _ = rows[0]
-        return end_line, end_byte
+        return (rows[0][0], rows[0][1]) if rows else None
 
     def by_name(self, name: str, path: str | None = None, *, tail: bool = False) -> list[SpanRow]:
         """Spans (leaves and parents) whose qualified name is ``name`` (``tail``: whose last part is ``name``)."""
@@ -609,23 +671,7 @@ def _row_tuple(r: SpanRow) -> tuple[Any, ...]:
     s = r.span
     name = s.name
     tail = name.rsplit(".", 1)[-1] if name and r.role != "summary" else None
-    text = s.text if r.role != "parent" else None
+    text = _db_text(s.text) if r.role != "parent" else None
     return (s.id, r.file, s.path, r.role, s.kind, name, s.language, s.start_byte, s.end_byte, s.start_char,
             s.end_char, s.start_line, s.end_line, s.parent_id, s.token_count, text,
-            json.dumps(s.metadata, ensure_ascii=False, default=str), r.embed_hash, tail)
-
-
-def check_identity(store: SpanStore, identity: str, *, reset_hint: str) -> None:
-    """Record the embedding identity of a new index, or refuse one of another model.
-
-    Raises:
-        ConfigurationError: The index holds vectors of another model.
-    """
-    stored = store.get_meta("embedding")
-    if stored is None:
-        store.set_meta("embedding", identity)
-        return
-    if stored != identity:
-        msg = (f"the index at {store.dir} was built with embedding {stored!r}, not {identity!r}; use the same "
-               f"embedding, or {reset_hint}")
-        raise ConfigurationError(msg)
+            _db_text(json.dumps(s.metadata, ensure_ascii=False, default=str)), r.embed_hash, tail)
