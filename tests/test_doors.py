@@ -240,3 +240,72 @@ def test_walker_door(tree):
     assert {s.path: s.kind for s in got.skipped} == {"assets/logo.png": "unsupported", "pkg/blob.py": "binary"}
     assert got.languages == {"tides.ipynb": "notebook", "bin/deploy": "bash", "bin/bootstrap": "bash",
                              "pkg/legacy.py": "python", "pkg/util.py": "python"}
+
+
+# ------------------------------------------------------------------------------------------------- index doors
+def index_rows(retriever) -> dict[str, list[tuple]]:
+    """What an index holds per document: the non-blank leaves as the chunk door's rows."""
+    out: dict[str, list[tuple]] = {}
+    for path in retriever.index.paths:
+        for doc in retriever.index.span_store.documents(path):
+            out[doc] = [(cell_of(s.metadata), s.start_line, s.end_line, s.language, s.kind, s.name or "")
+                        for s in retriever.index.spans(doc) if s.text.strip()]
+    return out
+
+
+def expected_rows(inp) -> dict[str, list[tuple]]:
+    """The chunk door's rows of an input, grouped per document (a notebook: per cell)."""
+    spans = ASTChunker(max_tokens=BUDGET).chunk(inp.text, path=inp.path)
+    out: dict[str, list[tuple]] = {}
+    for s in spans:
+        if s.text.strip():
+            out.setdefault(s.path, []).append((cell_of(s.metadata), s.start_line, s.end_line, s.language, s.kind,
+                                               s.name or ""))
+    return out
+
+
+def test_index_directory_and_index_texts_doors(tree, tmp_path):
+    pytest.importorskip("tantivy")
+    from llmc_splitters.retrieval import CodeRetriever
+
+    on_disk = CodeRetriever(path=tmp_path / "disk", max_tokens=BUDGET, k=1, max_context_tokens=300)
+    report = on_disk.index_directory(tree.root)
+    # Notebooks and extensionless #! scripts are selected; the NUL-byte file is refused with our reason.
+    assert sorted(report.added) == ["bin/bootstrap", "bin/deploy", "pkg/legacy.py", "pkg/util.py", "tides.ipynb"]
+    assert list(report.failed) == ["pkg/blob.py"] and "NUL" in report.failed["pkg/blob.py"]
+    loaded = CodeRetriever(max_tokens=BUDGET)  # the texts as loaders hand them over
+    got = loaded.index_texts({inp.path or inp.file: inp.text for inp in tree.inputs})
+    assert sorted(got.failed) == ["assets/logo.png", "pkg/blob.py"]
+    assert "PNG" in got.failed["assets/logo.png"] and "NUL" in got.failed["pkg/blob.py"]
+    rows = index_rows(loaded)
+    for inp in tree.inputs:
+        if inp.expect == "binary":
+            continue
+        want = expected_rows(inp) if inp.path else {inp.file: [r for rs in expected_rows(inp).values() for r in rs]}
+        assert {doc: rows[doc] for doc in want} == want, inp.name  # the chunk door's treatment
+    # The surrogates survive the store losslessly.
+    assert "".join(s.text for s in loaded.index.spans("pkg/legacy.py")) == tree["surrogates"].text
+    # A notebook's function is found, and its marker cites the notebook and the cell.
+    res = on_disk.retrieve("highest minus lowest water level of one day")
+    assert res.hits[0].span.path == "tides.ipynb#cell1" and res.hits[0].span.name == "daily_range"
+    assert "# tides.ipynb#cell1:4-6" in res.context or "# tides.ipynb#cell1:1-6" in res.context
+    assert on_disk.get_lines("tides.ipynb#cell1", 4).text == "def daily_range(levels):\n"
+    assert [h.span.path for h in on_disk.search("deploy_site rsync", k=1).hits] == ["bin/deploy"]
+
+
+def test_retriever_faces_cite_the_notebook_cell(tree):
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    pytest.importorskip("tantivy")
+    from llmc_splitters.langchain import CodeParentRetriever as LangChainRetriever
+    from llmc_splitters.llama_index import CodeParentRetriever as LlamaIndexRetriever
+
+    question = "highest minus lowest water level of one day"
+    lc = LangChainRetriever.from_directory(tree.root, k=1, max_context_tokens=300)
+    (doc,) = lc.invoke(question)
+    assert doc.metadata["source"] == "tides.ipynb#cell1" and "# tides.ipynb#cell1:" in doc.page_content
+    li = LlamaIndexRetriever.from_directory(tree.root, similarity_top_k=1, max_context_tokens=300)
+    (node,) = li.retrieve(question)
+    assert node.node.metadata["file_path"] == "tides.ipynb#cell1" or node.node.metadata.get("source") == \
+        "tides.ipynb#cell1"
+    assert "# tides.ipynb#cell1:" in node.node.get_content()
