@@ -10,6 +10,7 @@ indexed once per retriever by :class:`~llmc_splitters.retrieval.CodeRetriever` (
 ``benchmarks.run``); then, for each query and budget, four systems answer from that one index:
 
 * ``retriever``: ``retrieve(q, k=budget // 256 * 2, max_context_tokens=budget)``, as ``benchmarks.run`` drives it;
+* ``retriever fill``: ``retrieve(q, max_context_tokens=budget)`` with no ``k``: hits with their context while they fit;
 * ``retriever k=4``: ``retrieve(q, k=4, max_context_tokens=budget)``;
 * ``chunks k=4``: the top 4 hits of the same search, each as its bare span under a ``# path:start-end`` marker, taken
   in rank order while they fit the budget (what ``as_retriever(search_kwargs={"k": 4})`` gives a user);
@@ -44,7 +45,7 @@ from .systems import _embedding_adapter, result_pieces
 RESULTS = Path(__file__).resolve().parent / "results"
 BUDGETS = (512, 1024, 2048)
 CHUNK_TOKENS = 256
-SYSTEMS = ("retriever", "retriever k=4", "chunks k=4", "chunks fill")
+SYSTEMS = ("retriever", "retriever fill", "retriever k=4", "chunks k=4", "chunks fill")
 BUCKETS = ((0.0, 0.3), (0.3, 0.6), (0.6, 1.01))
 
 
@@ -69,6 +70,7 @@ class Top:
     language: str
     confidence: float
     top_is_gold: bool
+    signals: dict
 
 
 def _overlaps_gold(q: Query, start_line: int, end_line: int) -> bool:
@@ -106,7 +108,7 @@ def evaluate_package(pkg: Package, retriever: str, dense: object, budgets: tuple
     from llmc_splitters.retrieval.expand import render_marker
 
     embedding = _embedding_adapter(dense) if retriever == "hybrid" else None
-    r = CodeRetriever(embedding=embedding, max_tokens=CHUNK_TOKENS, k=4, max_context_tokens=max(budgets))
+    r = CodeRetriever(embedding=embedding, max_tokens=CHUNK_TOKENS, max_context_tokens=max(budgets))
     r.index_texts({f.path: f.text for f in pkg.files})
     files = {f.path: f for f in pkg.files}
 
@@ -122,13 +124,15 @@ def evaluate_package(pkg: Package, retriever: str, dense: object, budgets: tuple
         if found.hits:
             h = found.hits[0].span
             tops.append(Top(retriever, pkg.spec.language, found.confidence,
-                            h.path == q.path and _overlaps_gold(q, h.start_line, h.end_line)))
+                            h.path == q.path and _overlaps_gold(q, h.start_line, h.end_line), dict(found.signals)))
         else:
-            tops.append(Top(retriever, pkg.spec.language, found.confidence, False))
+            tops.append(Top(retriever, pkg.spec.language, found.confidence, False, dict(found.signals)))
         for b in budgets:
             contexts: dict[str, tuple[list[M.Piece], bool]] = {}
             res = r.retrieve(q.text, k=max(2, b // CHUNK_TOKENS * 2), max_context_tokens=b)
             contexts["retriever"] = (result_pieces(res, files), any(p.truncated for p in res.pieces))
+            resf = r.retrieve(q.text, k=None, max_context_tokens=b)
+            contexts["retriever fill"] = (result_pieces(resf, files), any(p.truncated for p in resf.pieces))
             res4 = r.retrieve(q.text, k=4, max_context_tokens=b)
             contexts["retriever k=4"] = (result_pieces(res4, files), any(p.truncated for p in res4.pieces))
             contexts["chunks k=4"] = (_plain(list(found.hits[:4]), files, b, marker_tokens), False)
@@ -245,6 +249,8 @@ def run(corpus: Corpus, *, dense: object, budgets: tuple[int, ...] = BUDGETS, lo
             dense.save()
         log(f"  {pkg.spec.language:10s} {pkg.spec.key:32s} {len(pkg.queries):3d} queries {time.time() - t0:6.1f}s")
     return {"retrieval": aggregate(rows), "calibration": calibration(tops),
+            "tops": [{"retriever": t.retriever, "language": t.language, "confidence": t.confidence,
+                      "top_is_gold": t.top_is_gold, "signals": t.signals} for t in tops],
             "queries": len({(r.package, r.qid) for r in rows}),
             "languages": sorted({r.language for r in rows}, key=LANGUAGES.index)}
 

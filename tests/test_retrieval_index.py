@@ -142,7 +142,8 @@ def test_stdlib_method_hit_with_skeleton_and_imports(tmp_path: Path, argparse_so
     assert [p.text for p in imports] == ["import sys as _sys\n", "from gettext import gettext as _, ngettext\n"]
     skel = next(p for p in res.pieces if p.kind == "skeleton")
     assert skel.text.startswith("class ArgumentParser(_AttributeHolder, _ActionsContainer):\n")
-    assert "    def error(self, message):\n" in skel.text
+    assert "    def exit(self, status=0, message=None):\n" in skel.text
+    assert "    def error(self, message):\n" not in skel.text  # shown whole: not repeated by the skeleton
     # Too small for the skeleton: the method survives.
     small = r.retrieve("print usage message to stderr and exit with error", max_context_tokens=150)
     assert_pieces_exact(small, files)

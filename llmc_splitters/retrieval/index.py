@@ -38,6 +38,7 @@ from .context import ancestors as _ancestors
 from .context import get_lines as _get_lines
 from .context import get_symbol as _get_symbol
 from .context import hit_context as _hit_context
+from .context import zoom_for as _zoom_for
 from .embeddings import Embedding, bounded_view
 from .expand import HitContext, Snippet
 from .filters import SearchFilter
@@ -45,7 +46,7 @@ from .fuse import DEFAULT_RRF_K
 from .indexing import IndexInterrupted, Indexer, IndexReport, Item
 from .lexical_index import LexicalIndex
 from .records import FileSummaryInput, derived_id, sha
-from .search import Hit, SearchResult, search
+from .search import Hit, SearchResult, rank_texts, search
 from .spanstore import LEXICAL, VECTORS, SpanStore, StoreError
 
 __all__ = ["CodeIndex", "DEFAULT_INCLUDE", "FileSummaryInput", "Hit", "IndexInterrupted", "IndexReport",
@@ -464,9 +465,13 @@ class CodeIndex:
         """Stored parents of ``span``, innermost first, ending with the file span."""
         return _ancestors(self.span_store, span)
 
-    def hit_context(self, span: Span, score: float = 0.0) -> HitContext:
-        """Everything :func:`~llmc_splitters.retrieval.expand.expand` may add around ``span``."""
-        return _hit_context(self.span_store, span, score)
+    def hit_context(self, span: Span, score: float = 0.0, query: str | None = None) -> HitContext:
+        """Everything :func:`~llmc_splitters.retrieval.expand.expand` may add around ``span``; with the ``query``,
+        also its zoom (its parts ranked for the query: see :func:`~llmc_splitters.retrieval.context.zoom_for`)."""
+        zoom = None
+        if query is not None:
+            zoom = _zoom_for(self.span_store, self.chunker, span, lambda texts: rank_texts(self, query, texts))
+        return _hit_context(self.span_store, span, score, zoom)
 
     # ---------------------------------------------------------------------------------------------- search
 

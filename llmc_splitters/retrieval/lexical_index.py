@@ -203,6 +203,12 @@ class LexicalIndex:
         out.sort(key=lambda r: (-round(r[1], 6), r[0]))
         return out
 
+    def stats(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
+        """``(documents, {term: documents holding it})``: what BM25 weighs a term by."""
+        self.index.reload()
+        searcher = self.index.searcher()
+        return int(searcher.num_docs), {t: int(searcher.doc_freq("terms", t)) for t in terms}
+
     def ids(self) -> set[str]:
         """Every document id (a full read: for consistency checks and tests, never on the query path)."""
         self.index.reload()

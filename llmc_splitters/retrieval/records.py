@@ -225,6 +225,9 @@ def analyze(tree: SpanTree, data: bytes) -> FileInfo:
             uses = sorted({name_to_binding[n] for n in ids if n in name_to_binding})
             # A binding the span itself contains is not "used from outside" (the imports leaf, a constant's leaf).
             extra["uses"] = [i for i in uses if not (span.start_byte <= info.bindings[i]["start"] < span.end_byte)]
+            # The names it uses from them: a multi-line binding contributes only the lines that bind these.
+            outside = set(extra["uses"])
+            extra["used_names"] = sorted(n for n in ids if name_to_binding.get(n) in outside)
         missing = "header_end_byte" not in span.metadata or (
             span.kind in CLASS_KINDS and "skeleton" not in span.metadata
         )

@@ -20,6 +20,10 @@ from .store import ChromaStore
 
 __all__ = ["CodeRetriever", "Result"]
 
+# Without k, the budget is filled from this many ranked hits; a search without k returns this many.
+_FILL_CANDIDATES = 50
+_SEARCH_K = 10
+
 
 @dataclass(frozen=True, slots=True)
 class Result:
@@ -70,7 +74,7 @@ class CodeRetriever:
         chunker: Custom chunker (``chunk_tree``); default ``ASTChunker(max_tokens, tokenizer)``.
         max_tokens: Leaf size of the default chunker.
         tokenizer: Token counter spec, used for the chunker and for ``max_context_tokens``.
-        k: Default number of hits to expand.
+        k: Default number of hits to expand (``None``: as many as fit the budget, each with its context).
         max_context_tokens: Default budget of the rendered context.
         multi_stage: Default search mode (summaries first, then leaves).
         summarizer: Optional ``summarizer(FileSummaryInput) -> str`` added to file summaries.
@@ -104,14 +108,14 @@ class CodeRetriever:
         chunker: Any = None,
         max_tokens: int = 512,
         tokenizer: Any = None,
-        k: int = 4,
+        k: int | None = None,
         max_context_tokens: int = 2048,
         multi_stage: bool = False,
         summarizer: Callable[[FileSummaryInput], str] | None = None,
         marker: str = DEFAULT_MARKER,
     ) -> None:
-        if k <= 0:
-            msg = f"k must be > 0, got {k}"
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
+            msg = f"k must be a positive integer or None (fill the budget), got {k!r}"
             raise ConfigurationError(msg)
         if max_context_tokens <= 0:
             msg = f"max_context_tokens must be > 0, got {max_context_tokens}"
@@ -175,7 +179,8 @@ class CodeRetriever:
                path: str | None = None, language: str | None = None, kind: str | None = None,
                filters: SearchFilter | Mapping[str, Any] | None = None) -> SearchResult:
         """Ranked leaf hits with scores and a confidence; see :meth:`CodeIndex.search` (filters included)."""
-        return self.index.search(query, k or self.k, multi_stage=self.multi_stage if multi_stage is None else multi_stage,
+        k = k or self.k or _SEARCH_K
+        return self.index.search(query, k, multi_stage=self.multi_stage if multi_stage is None else multi_stage,
                                  path=path, language=language, kind=kind, filters=filters)
 
     def get_symbol(self, name: str, path: str | None = None) -> list[Snippet]:
@@ -199,16 +204,17 @@ class CodeRetriever:
         kind: str | None = None,
         filters: SearchFilter | Mapping[str, Any] | None = None,
     ) -> Result:
-        """Search, then expand the ``k`` best hits into a context of at most ``max_context_tokens`` tokens.
+        """Search, then expand the best hits into a context of at most ``max_context_tokens`` tokens.
 
-        Each hit comes first (all hits before any context), then, hit by hit in rank order, the header lines of its
-        enclosing scopes, the imports and module-level names it uses, and its smallest enclosing scope whole if
-        it fits, else the skeleton of its class. Pieces of one file are merged and deduplicated; what does not fit
-        is dropped, least relevant first (see :mod:`llmc_splitters.retrieval.expand`).
+        With ``k``, the ``k`` best hits: each one's core first (the hit, or when it does not fit, its part that
+        best matches the query), then, hit by hit in rank order, its header chain and the binding lines it uses,
+        then the skeleton of its class, then its enclosing scopes whole while they fit. Without ``k`` (``k=None``,
+        the default unless the retriever was given one), hits are taken in rank order, each with its header chain
+        and bindings, while they fit: the budget is filled. See :mod:`llmc_splitters.retrieval.expand`.
 
         Args:
             query: The question, identifiers or code.
-            k: Number of hits (default: the retriever's ``k``).
+            k: Number of hits (default: the retriever's ``k``; ``None``: fill the budget).
             max_context_tokens: Budget (default: the retriever's), counted with its tokenizer on the rendered
                 context, markers included.
             multi_stage: Override the search mode.
@@ -225,12 +231,14 @@ class CodeRetriever:
         if budget <= 0:
             msg = f"max_context_tokens must be > 0, got {budget}"
             raise ConfigurationError(msg)
-        found = self.search(query, k, multi_stage=multi_stage, path=path, language=language, kind=kind,
-                            filters=filters)
-        contexts = [self.index.hit_context(h.span, h.score) for h in found.hits]
+        k = self.k if k is None else k
+        fill = k is None
+        found = self.search(query, _FILL_CANDIDATES if fill else k, multi_stage=multi_stage, path=path,
+                            language=language, kind=kind, filters=filters)
+        contexts = [self.index.hit_context(h.span, h.score, query) for h in found.hits]
         exp = expand(
             contexts, budget, self.tokenizer.count, cut=self.tokenizer.cut, marker=self.marker,
-            include_scopes=expand_context, include_imports=expand_context,
+            include_scopes=expand_context, include_imports=expand_context, fill=fill,
         )
         return Result(query, exp.pieces, exp.context, exp.token_count, budget, found.hits, found.confidence,
                       exp.dropped)

@@ -22,7 +22,7 @@ from .spanstore import SpanRow
 if TYPE_CHECKING:
     from .index import CodeIndex
 
-__all__ = ["Hit", "SearchResult", "confidence", "search"]
+__all__ = ["Hit", "SearchResult", "confidence", "rank_texts", "search"]
 
 # Temperatures of the per-retriever softmax in the confidence.
 _TAU_LEXICAL = 0.1
@@ -58,6 +58,9 @@ class SearchResult:
         confidence: In [0, 1]; see :func:`confidence`.
         summaries: In multi-stage mode, the ids of the summaries (files/classes) searched within.
         filter: The filter the search applied.
+        signals: What the confidence is computed from (see :func:`confidence`): ``lexical_margin`` and
+            ``dense_margin`` (the top hit's softmax share in each list), ``coverage`` (the share of the query's
+            IDF weight the top hit matches), ``cosine`` (the top hit's similarity to the query).
     """
 
     query: str
@@ -65,6 +68,7 @@ class SearchResult:
     confidence: float
     summaries: tuple[str, ...] = ()
     filter: SearchFilter = field(default_factory=SearchFilter)
+    signals: Mapping[str, float] = field(default_factory=dict)
 
 
 def _resolve(index: CodeIndex, filt: SearchFilter) -> tuple[SearchFilter, list[str] | None]:
@@ -130,8 +134,8 @@ def search(
     for rank, (rid, score) in enumerate(fused[:k]):
         ranks = {name: positions[name][rid] for name in names if rid in positions[name]}
         hits.append(Hit(rows[rid].span, score, rank, ranks))
-    conf = confidence(hits[0].span.id if hits else None, lists.get("lexical", []), lists.get("dense"))
-    return SearchResult(query, tuple(hits), conf, tuple(chosen), filt)
+    signals = _signals(index, query, hits[0].span if hits else None, lists.get("lexical", []), lists.get("dense"))
+    return SearchResult(query, tuple(hits), confidence(signals), tuple(chosen), filt, signals)
 
 
 def _multi_stage(index: CodeIndex, query: str, qvec: list[float] | None, n: int, filt: SearchFilter,
@@ -163,34 +167,89 @@ def _multi_stage(index: CodeIndex, query: str, qvec: list[float] | None, n: int,
     return chosen, local
 
 
-def confidence(top: str | None, lexical: Sequence[tuple[str, float]],
-               dense: Sequence[tuple[str, float]] | None) -> float:
-    """How clearly the top hit beats the rest, in [0, 1].
-
-    For each base retriever r (BM25, and dense if used) over its top ``N = 10`` leaves, scores are turned into a
-    distribution ``p_r = softmax(x / tau_r)`` with ``x = bm25 / max(bm25)`` (``tau = 0.1``) or ``x = cosine``
-    (``tau = 0.05``); the confidence is the mean over retrievers of ``p_r(top fused hit)`` (0 for a retriever that
-    did not rank it).
+def rank_texts(index: CodeIndex, query: str, texts: Sequence[str], qvec: list[float] | None = None) -> list[int]:
+    """Indices of ``texts`` (parts of one hit) best match first, by the index's own scorers restricted to them:
+    BM25 with the lexical index's document frequencies, fused by RRF with cosine similarity when the index is dense.
     """
-    if top is None:
+    from .lexical import code_terms
+
+    terms = code_terms(query)
+    lex = index.lexical("leaf")
+    n_docs, df = lex.stats(set(terms))
+    docs = [code_terms(t) for t in texts]
+    avgdl = (sum(len(d) for d in docs) / len(docs)) if docs else 1.0
+    k1, b = 1.2, 0.75
+    scores = []
+    for d in docs:
+        tf: dict[str, int] = {}
+        for t in d:
+            tf[t] = tf.get(t, 0) + 1
+        score = 0.0
+        for t in terms:
+            f = tf.get(t, 0)
+            if f:
+                idf = math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
+                score += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len(d) / max(avgdl, 1e-9)))
+        scores.append(score)
+    lists = [sorted(range(len(texts)), key=lambda i: (-scores[i], i))]
+    if index.dense:
+        qv = qvec if qvec is not None else index.embed_query(query)
+        vecs = index.embedding.embed_documents([index._view(t, {})[0] for t in texts])  # type: ignore[union-attr]
+        cos = [_cosine(qv, [float(x) for x in v]) for v in vecs]
+        lists.append(sorted(range(len(texts)), key=lambda i: (-cos[i], i)))
+    return [i for i, _ in reciprocal_rank_fusion(lists)]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(x * x for x in b))
+    return sum(x * y for x, y in zip(a, b)) / (na * nb) if na and nb else 0.0
+
+
+def _softmax_share(top: str, ranked: Sequence[tuple[str, float]], tau: float, normalise: bool) -> float:
+    """The top hit's probability in a softmax over a list's first scores (0 when it is not in them)."""
+    head = list(ranked[:_CONFIDENCE_TOP_N])
+    if not head:
         return 0.0
-    parts: list[float] = []
-    for ranked, tau, normalise in ((lexical, _TAU_LEXICAL, True), (dense, _TAU_DENSE, False)):
-        if ranked is None:
-            continue
-        head = list(ranked[:_CONFIDENCE_TOP_N])
-        if not head:
-            parts.append(0.0)
-            continue
-        scores = [s for _, s in head]
-        if normalise:
-            m = max(scores)
-            scores = [s / m if m > 0 else 0.0 for s in scores]
-        z = [x / tau for x in scores]
-        mz = max(z)
-        ex = [math.exp(x - mz) for x in z]
-        total = sum(ex)
-        p = {rid: v / total for (rid, _), v in zip(head, ex)}
-        parts.append(p.get(top, 0.0))
+    scores = [s for _, s in head]
+    if normalise:
+        m = max(scores)
+        scores = [s / m if m > 0 else 0.0 for s in scores]
+    z = [x / tau for x in scores]
+    mz = max(z)
+    ex = [math.exp(x - mz) for x in z]
+    total = sum(ex)
+    return next((v / total for (rid, _), v in zip(head, ex) if rid == top), 0.0)
+
+
+def _signals(index: CodeIndex, query: str, top: Span | None, lexical: Sequence[tuple[str, float]],
+             dense: Sequence[tuple[str, float]] | None) -> dict[str, float]:
+    """The measurements :func:`confidence` combines, for the top fused hit."""
+    if top is None:
+        return {}
+    from .lexical import code_terms
+
+    out = {"lexical_margin": _softmax_share(top.id, lexical, _TAU_LEXICAL, True)}
+    terms = set(code_terms(query))
+    if terms:
+        n_docs, df = index.lexical("leaf").stats(terms)
+        idf = {t: math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+        have = set(code_terms(f"{top.path or ''} {top.name or ''}\n{top.text}"))
+        total = sum(idf.values())
+        out["coverage"] = sum(w for t, w in idf.items() if t in have) / total if total else 0.0
+    else:
+        out["coverage"] = 0.0
+    if dense is not None:
+        out["dense_margin"] = _softmax_share(top.id, dense, _TAU_DENSE, False)
+        out["cosine"] = next((s for rid, s in dense if rid == top.id), 0.0)
+    return out
+
+
+def confidence(signals: Mapping[str, float]) -> float:
+    """How likely the top hit is what the query asks for, in [0, 1] (0 when nothing matched).
+
+    (Provisional: the margins only; being recalibrated.) Mean over the retrievers of the top hit's softmax share.
+    """
+    parts = [signals[k] for k in ("lexical_margin", "dense_margin") if k in signals]
     return max(0.0, min(1.0, sum(parts) / len(parts))) if parts else 0.0
 
