@@ -167,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question")
     _add_store_args(p, f"index directory (default: {DB_DIRNAME}/ in the current directory or a parent, or $LLMC_DB)",
                     writes=False)
-    p.add_argument("--k", type=_positive, default=4, help="hits to expand (default 4)")
+    p.add_argument("--k", type=_positive, default=None,
+                   help="hits to expand (default: as many as fit the budget, each with its context)")
     p.add_argument("--max-context-tokens", type=_positive, default=2048, help="context budget (default 2048)")
     p.add_argument("--path", dest="filter_path", metavar="PREFIX|GLOB",
                    help="only files under this path prefix (src/) or matching this glob (src/**/*.py)")

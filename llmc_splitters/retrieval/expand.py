@@ -8,10 +8,12 @@ each.
 
 The budget is spent in this order, every step in rank order over the hits:
 
-1. **Cores.** Each hit's own text, if it fits what is left; else its best-matching part that fits (the zoom); a hit
-   whose core cannot fit at all is reported in ``dropped``. Only when not even the best hit fits is its best part cut
-   at a line end and marked ``(truncated)`` (one statement bigger than the budget). With ``fill=True`` (no ``k``:
-   take hits while they fit) a hit is taken only together with its header chain and binding lines.
+1. **Cores.** Each hit's own text, if it fits what is left; else, for the first hit that does not fit (and for
+   any of the three best hits that is a class holding several definitions), its best-matching part that fits (the
+   zoom); a hit whose core cannot fit at all is reported in ``dropped``. Only when not even the best hit fits is
+   its best part cut at a line end and marked ``(truncated)`` (one statement bigger than the budget). With
+   ``fill=True`` (no ``k``: take hits while they fit) a hit is taken together with its header chain and binding
+   lines when they fit, else alone.
 2. **Header chain and bindings.** The header lines of each enclosing scope (``class Client(Base):``, and for a part
    the headers between it and the hit, such as ``def send(...)``), innermost first, then the import and
    module-level binding lines the core uses, in file order.
@@ -435,19 +437,22 @@ def expand(
     def core(rank: int, h: HitContext) -> tuple[list[_Cand], Part | None] | None:
         """The hit whole, else its best part that fits (with its essentials in fill mode), else ``None``."""
         whole = _Cand(rank, h.score, "hit", h.hit)
-        unit = [whole, *(essentials(rank, h, None) if fill else ())]
-        if not (h.container and h.zoom is not None and rank < _ZOOM_RANKS) and fits(*unit):
-            return unit, None
-        if h.zoom is not None and rank < _ZOOM_RANKS:
-            room = max_context_tokens - (count(_render(chosen, marker)[1]) if chosen else 0)
-            for part in h.zoom(max(room, 1)):
-                pc = _Cand(rank, h.score, "hit", part.snippet)
-                unit = [pc, *(essentials(rank, h, part) if fill else ())]
+        zoomed = h.zoom is not None and rank < _ZOOM_RANKS and (h.container or not kept)
+        if not (zoomed and h.container):
+            for unit in ([whole, *essentials(rank, h, None)], [whole]) if fill else ([whole],):
                 if fits(*unit):
-                    return unit, part
-            unit = [whole, *(essentials(rank, h, None) if fill else ())]
-            if h.container and fits(*unit):
-                return unit, None  # no part fits better than the whole
+                    return unit, None
+        if zoomed:
+            room = max_context_tokens - (count(_render(chosen, marker)[1]) if chosen else 0)
+            for part in h.zoom(max(room, 1)):  # type: ignore[misc]
+                pc = _Cand(rank, h.score, "hit", part.snippet)
+                for unit in ([pc, *essentials(rank, h, part)], [pc]) if fill else ([pc],):
+                    if fits(*unit):
+                        return unit, part
+            if h.container:
+                for unit in ([whole, *essentials(rank, h, None)], [whole]) if fill else ([whole],):
+                    if fits(*unit):
+                        return unit, None  # no part fits better than the whole
         return None
 
     # 1. Cores, best hit first.

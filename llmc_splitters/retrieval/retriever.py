@@ -283,7 +283,7 @@ class CodeRetriever:
             room = budget - used - sum(min(b, share) for b in bare[i + 1 :])
             if room <= 0:
                 continue
-            ctx = _unseen(self.index.hit_context(hit.span, hit.score), shown, skeletons)
+            ctx = _unseen(self.index.hit_context(hit.span, hit.score, query), shown, skeletons)
             exp = expand(
                 [ctx], room, count, cut=self.tokenizer.cut, marker=self.marker,
                 include_scopes=expand_context, include_imports=expand_context,

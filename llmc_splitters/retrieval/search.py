@@ -24,10 +24,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Hit", "SearchResult", "confidence", "rank_texts", "search"]
 
-# Temperatures of the per-retriever softmax in the confidence.
+# Temperatures of the per-retriever softmax in the confidence's margins, and the confidence's weights (intercept
+# first), fitted by `python -m benchmarks.calibrate` on the tune packages.
 _TAU_LEXICAL = 0.1
 _TAU_DENSE = 0.05
 _CONFIDENCE_TOP_N = 10
+_LEXICAL = (-1.53, 1.07, 0.98)
+_HYBRID = (-1.68, 0.96, 0.45, 1.51, 0.50)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,8 +240,13 @@ def _signals(index: CodeIndex, query: str, top: Span | None, lexical: Sequence[t
         have = set(code_terms(f"{top.path or ''} {top.name or ''}\n{top.text}"))
         total = sum(idf.values())
         out["coverage"] = sum(w for t, w in idf.items() if t in have) / total if total else 0.0
+        # The top BM25 score against the most any document could score (every term, saturated).
+        best = next((sc for rid, sc in lexical if rid == top.id), 0.0)
+        out["strength"] = best / (total * 2.2) if total else 0.0
     else:
-        out["coverage"] = 0.0
+        out["coverage"] = out["strength"] = 0.0
+    if len(lexical) >= 2 and lexical[0][1] > 0:
+        out["gap"] = (lexical[0][1] - lexical[1][1]) / lexical[0][1]
     if dense is not None:
         out["dense_margin"] = _softmax_share(top.id, dense, _TAU_DENSE, False)
         out["cosine"] = next((s for rid, s in dense if rid == top.id), 0.0)
@@ -246,10 +254,30 @@ def _signals(index: CodeIndex, query: str, top: Span | None, lexical: Sequence[t
 
 
 def confidence(signals: Mapping[str, float]) -> float:
-    """How likely the top hit is what the query asks for, in [0, 1] (0 when nothing matched).
+    """The probability that the top hit is what the query asks for, in [0, 1] (0 when nothing matched).
 
-    (Provisional: the margins only; being recalibrated.) Mean over the retrievers of the top hit's softmax share.
+    A logistic model of the top hit's signals (see :attr:`SearchResult.signals`), fitted on the tune packages of the
+    project's retrieval benchmark (``python -m benchmarks.calibrate``):
+
+    * lexical only: ``sigma(-1.53 + 1.07 m + 0.98 s)``;
+    * hybrid: ``sigma(-1.68 + 0.96 m + 0.45 s + 1.51 d + 0.50 c)``;
+
+    with ``m`` the top hit's share of a softmax over the first 10 BM25 scores (scaled by the best, ``tau = 0.1``),
+    ``s`` its BM25 score over the most any document could score for the query (every term matched and saturated:
+    ``sum idf * (k1 + 1)``), ``d`` its share of a softmax over the first 10 cosines (``tau = 0.05``) and ``c`` its
+    cosine. A hit that beats the runner-up but matches the query weakly in absolute terms (one common word) gets a
+    low ``s`` and a low confidence. On the tune packages the share of queries whose top hit is the gold function
+    rises with the confidence (hybrid: 0.24 under 0.3, 0.39 for 0.3-0.6, 0.77 at 0.6 and above); lexical search
+    alone never reaches 0.6 there (no signal of it picks out queries answered right 70% of the time), so a
+    planner routing queries under ~0.6 to a larger model routes every lexical-only one.
     """
-    parts = [signals[k] for k in ("lexical_margin", "dense_margin") if k in signals]
-    return max(0.0, min(1.0, sum(parts) / len(parts))) if parts else 0.0
+    if "lexical_margin" not in signals:
+        return 0.0
+    m, s = signals.get("lexical_margin", 0.0), signals.get("strength", 0.0)
+    if "dense_margin" in signals:
+        z = _HYBRID[0] + _HYBRID[1] * m + _HYBRID[2] * s + _HYBRID[3] * signals["dense_margin"] + \
+            _HYBRID[4] * signals.get("cosine", 0.0)
+    else:
+        z = _LEXICAL[0] + _LEXICAL[1] * m + _LEXICAL[2] * s
+    return 1.0 / (1.0 + math.exp(-z))
 
