@@ -106,10 +106,22 @@ class StaticEmbedding(_DirBackend):
                             lambda d: distill_static(self.files, d, dimension=self._dimension))
 
     def _load(self) -> Any:
-        from model2vec import StaticModel
+        import json
 
-        with quiet():
-            return StaticModel.from_pretrained(str(self.model_dir()), normalize=self.normalize, max_length=None)
+        from model2vec import StaticModel
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        # Read the files directly: model2vec's from_pretrained goes through its hub layer, which imports
+        # transformers (half a second, and nothing to fetch here).
+        d = self.model_dir()
+        tensors = load_file(str(d / "model.safetensors"))
+        config = json.loads((d / "config.json").read_text())
+        for key in ("normalize", "max_length"):  # set below; a differing value in the config is logged as a warning
+            config.pop(key, None)
+        return StaticModel(tensors["embeddings"], Tokenizer.from_file(str(d / "tokenizer.json")), config=config,
+                           normalize=self.normalize, weights=tensors.get("weights"),
+                           token_mapping=tensors.get("mapping"), max_length=None)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed texts whole (a mean over their word pieces)."""
