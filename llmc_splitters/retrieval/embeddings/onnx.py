@@ -92,7 +92,9 @@ class OnnxEmbedding(_DirBackend):
     Args:
         model_path: A sentence-transformers model directory whose transformer torch can export (BERT-like).
         quantize: Int8 dynamic quantization (default) or float32.
-        batch_size: Texts per ONNX Runtime call (texts are sorted by length first, so a batch pads little).
+        batch_size: Texts per ONNX Runtime call (texts are sorted by length first, so a batch pads little). 16
+            runs as fast as 32 on 2 cores and keeps the peak RSS near 350 MB instead of 550-650 MB (attention
+            activations of 32 texts of 256 word pieces).
         threads: ONNX Runtime intra-op threads (default: every core).
         normalize: L2-normalise vectors.
         name: Identity name (default ``"onnx-int8:<directory name>"`` or ``"onnx:<directory name>"``).
@@ -109,7 +111,7 @@ class OnnxEmbedding(_DirBackend):
 
     _prefix = "onnx"
 
-    def __init__(self, model_path: str | os.PathLike[str], *, quantize: bool = True, batch_size: int = 32,
+    def __init__(self, model_path: str | os.PathLike[str], *, quantize: bool = True, batch_size: int = 16,
                  threads: int | None = None, normalize: bool = True, name: str | None = None) -> None:
         if batch_size <= 0:
             msg = f"batch_size must be > 0, got {batch_size}"
@@ -244,7 +246,7 @@ class OnnxMiniLMEmbedding(OnnxEmbedding):
 
     _prefix = "minilm-onnx"
 
-    def __init__(self, *, quantize: bool = True, batch_size: int = 32, threads: int | None = None,
+    def __init__(self, *, quantize: bool = True, batch_size: int = 16, threads: int | None = None,
                  normalize: bool = True) -> None:
         super().__init__(bundled_minilm_path(), quantize=quantize, batch_size=batch_size, threads=threads,
                          normalize=normalize)
