@@ -161,3 +161,30 @@ def test_identity_of_any_object_and_mismatch() -> None:
     assert "is not 'm'" in a.mismatch(EmbeddingIdentity("n", 384, 254))
     assert a.mismatch(EmbeddingIdentity("m", None, None)) is None
     assert EmbeddingIdentity.from_dict(a.as_dict()) == a
+
+
+def test_a_factory_embedding_indexes_queries_and_reopens_from_its_recorded_name(factories: str, tmp_path: Path
+                                                                                 ) -> None:
+    pytest.importorskip("chromadb")
+    pytest.importorskip("bm25s")
+    pytest.importorskip("langchain_core")
+    import inspect
+    import json.decoder
+
+    from llmc_splitters.retrieval import ChromaStore, CodeRetriever
+
+    spec = f"{factories}:langchain_fake"
+    db = tmp_path / "db"
+    r = CodeRetriever(path=db, embedding=resolve_embedding(spec), max_tokens=256, k=2)
+    report = r.index_texts({"json/decoder.py": inspect.getsource(json.decoder)})
+    assert report.embedded > 0
+    assert r.retrieve("raw_decode a JSON document", max_context_tokens=600).hits
+    # What the index recorded is enough to rebuild the same embedding (the CLI's query and re-index do this).
+    recorded = ChromaStore(path=db).client.get_collection("llmc_spans").metadata["llmc_embedding"]
+    assert recorded == spec
+    again = CodeRetriever(path=db, embedding=resolve_embedding(recorded), max_tokens=256, k=2)
+    assert again.index_texts({"json/decoder.py": inspect.getsource(json.decoder)}).unchanged == ["json/decoder.py"]
+    assert again.retrieve("raw_decode a JSON document", max_context_tokens=600).hits
+    # Another model on the same index is refused, with the remedy.
+    with pytest.raises(ConfigurationError, match="reset=True to rebuild it"):
+        CodeRetriever(path=db, embedding=resolve_embedding(f"{factories}:plain"), max_tokens=256)
