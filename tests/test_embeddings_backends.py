@@ -192,3 +192,28 @@ def test_cached_build_is_atomic_and_keyed(tmp_path: Path, monkeypatch: pytest.Mo
         t.join()
     assert len(set(got)) == 1 and (got[0] / "model.bin").is_file()
     assert not [p for p in (tmp_path / "kind").iterdir() if p.name.startswith(".")]
+
+
+def test_a_no_op_reindex_of_a_hybrid_index_does_not_load_torch(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "textwrap.py").write_text(inspect.getsource(textwrap))
+    code = f"""
+        import contextlib, io, json, sys
+        from llmc_splitters.cli import main
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            try:
+                main(["index", {str(src)!r}, "--db", {str(tmp_path / 'db')!r}, "--embedding", "minilm", "-q",
+                      "--json"])
+            except SystemExit:
+                pass
+        s = json.loads(buf.getvalue())
+        print(json.dumps({{"embedded": s["embedded"], "unchanged": s["unchanged"], "torch": "torch" in sys.modules}}))
+    """
+    first = json.loads(_run(code).stdout.strip().splitlines()[-1])
+    again = _run(code)
+    second = json.loads(again.stdout.strip().splitlines()[-1])
+    assert first["embedded"] > 0 and first["torch"] is True
+    assert second == {"embedded": 0, "unchanged": 1, "torch": False}
+    assert "Loading weights" not in again.stderr
