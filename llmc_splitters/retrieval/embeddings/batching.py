@@ -210,10 +210,14 @@ class BatchEmbedder:
             raise ConfigurationError(msg)
         if kind == "auto":
             kind = str(getattr(embedding, "parallelism", "thread"))
+        self.kind = kind if workers > 1 else "thread"
+        if workers > 1 and self.kind == "thread" and hasattr(embedding, "for_workers"):
+            # N threads share the cores: each model call gets its share (a local backend would otherwise run
+            # N x cores threads, which measured slower than one call at a time).
+            embedding = embedding.for_workers(max(1, (os.cpu_count() or 1) // workers))
         self.embedding = embedding
         self.limits = limits or getattr(embedding, "batch_limits", None) or BatchLimits()
         self.workers = workers
-        self.kind = kind if workers > 1 else "thread"
         self.count_tokens = count_tokens or _counter_for(embedding)
         self.sleep = sleep
         self._threads: ThreadPoolExecutor | None = None

@@ -110,6 +110,7 @@ class OnnxEmbedding(_DirBackend):
     """
 
     _prefix = "onnx"
+    parallelism = "thread"  # measured: 2 threads of 1 intra-op thread each beat 1 of 2 and 2 processes
 
     def __init__(self, model_path: str | os.PathLike[str], *, quantize: bool = True, batch_size: int = 16,
                  threads: int | None = None, normalize: bool = True, name: str | None = None) -> None:
@@ -136,6 +137,16 @@ class OnnxEmbedding(_DirBackend):
 
     def _share_key(self) -> tuple:
         return ("onnx", self.model_path, self.quantize, self.threads)
+
+    def for_workers(self, threads: int) -> OnnxEmbedding:
+        """A copy whose session runs ``threads`` intra-op threads (one session is shared by the worker threads:
+        ONNX Runtime's ``run`` is thread-safe and releases the GIL)."""
+        import copy
+
+        twin = copy.copy(self)
+        twin.__dict__.pop("_loaded", None)
+        twin.threads = threads
+        return twin
 
     def cache_key(self) -> dict[str, Any]:
         """What the exported model depends on (its cache directory is named by this)."""
