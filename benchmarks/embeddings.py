@@ -3,6 +3,7 @@
     python -m benchmarks.embeddings                 # everything (about 20 minutes on 2 cores)
     python -m benchmarks.embeddings --no-quality    # throughput, memory and workers only
     python -m benchmarks.embeddings --no-cli        # skip the CLI-overhead profile
+    python -m benchmarks.embeddings --heldout minilm-static   # then, once: held-out quality of the chosen default
 
 For each backend (``minilm-torch``, ``minilm-onnx``, ``minilm-static``, ...):
 
@@ -56,10 +57,10 @@ def _rss_mb(who: int = resource.RUSAGE_SELF) -> float:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def tune_corpus() -> Any:
+def tune_corpus(split: str = "tune") -> Any:
     from .corpus import FULL, CorpusConfig, build_corpus
 
-    config = CorpusConfig(**{**FULL.__dict__, "splits": ("tune",)})
+    config = CorpusConfig(**{**FULL.__dict__, "splits": (split,)})
     return build_corpus(config, log=lambda m: None)
 
 
@@ -146,7 +147,7 @@ def run_probe(backend: str, texts_file: Path, workers: int = 1, kind: str = "thr
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def quality(corpus: Any, backend: str, log=_log) -> dict[str, Any]:  # noqa: ANN001
+def quality(corpus: Any, backend: str, log=_log, split: str = "tune") -> dict[str, Any]:  # noqa: ANN001
     """Dense chunk retrieval and hybrid retriever rows for one backend, aggregated like ``benchmarks.run``."""
     import numpy as np
 
@@ -189,7 +190,7 @@ def quality(corpus: Any, backend: str, log=_log) -> dict[str, Any]:  # noqa: ANN
 
         rows += R.evaluate("hybrid retriever", "hybrid", pkg, pkg.queries, contexts, (BUDGET,))
         store.client.delete_collection(store.collection_name)
-    agg = R.aggregate(rows)["tune"]
+    agg = R.aggregate(rows)[split]
     out = {}
     for ret, system in (("dense", "dense chunks"), ("hybrid", "hybrid retriever")):
         cell = agg[ret][str(BUDGET)][system]
@@ -354,10 +355,38 @@ def render(results: dict[str, Any]) -> str:
             f"{cli['ratio_cli_embedding_to_direct_encode']:.2f}x the direct encode, "
             f"{cli['ratio_cli_embedding_to_load_plus_encode']:.2f}x load + encode.",
         ]
+    held = results.get("heldout")
+    if held:
+        ref = _reference_heldout()
+        lines += [
+            "",
+            f"## Held-out packages, once, for the default (`{held['backend']}`)",
+            "",
+            "| retrieval | full-hit | completeness | MiniLM on torch, same split (benchmarks.run results.json) |",
+            "|---|---|---|---|",
+            f"| dense chunks | {held['dense']['full_hit']:.3f} | {held['dense']['completeness']:.3f} | "
+            f"{ref.get('dense', '-')} |",
+            f"| hybrid retriever | {held['hybrid']['full_hit']:.3f} | {held['hybrid']['completeness']:.3f} | "
+            f"{ref.get('hybrid', '-')} |",
+        ]
     notes = results.get("notes")
     if notes:
         lines += ["", notes]
     return "\n".join(lines) + "\n"
+
+
+def _reference_heldout() -> dict[str, str]:
+    """MiniLM-on-torch held-out numbers of the main benchmark (``benchmarks.run``), for comparison."""
+    try:
+        r = json.loads((RESULTS_DIR / "results.json").read_text())["retrieval"]["heldout"]["dense"][str(BUDGET)]
+    except (OSError, KeyError, ValueError):
+        return {}
+    out = {}
+    for key, system in (("dense", "llmc ASTChunker"), ("hybrid", "llmc parent-context retriever")):
+        m = r.get(system, {}).get("macro")
+        if m:
+            out[key] = f"{m['full_hit']:.3f} / {m['completeness']:.3f}"
+    return out
 
 
 def recommend(results: dict[str, Any], tolerance: float = 0.02) -> dict[str, Any] | None:
@@ -388,6 +417,8 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
     ap.add_argument("--no-cli", action="store_true")
     ap.add_argument("--no-workers", action="store_true", help="1 worker only")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR)
+    ap.add_argument("--heldout", metavar="BACKEND",
+                    help="only: held-out quality of BACKEND (the chosen default), added to embeddings.json/md")
     ap.add_argument("--probe", help=argparse.SUPPRESS)
     ap.add_argument("--texts-file", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
@@ -400,6 +431,16 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
         return
     if args.direct:
         print(json.dumps(direct(args.direct)))
+        return
+
+    if args.heldout:
+        path = args.out / "embeddings.json"
+        results = json.loads(path.read_text())
+        _log(f"held-out quality of {args.heldout}")
+        results["heldout"] = {"backend": args.heldout, "loadavg_at_start": os.getloadavg()[0],
+                              **quality(tune_corpus("heldout"), args.heldout, split="heldout")}
+        path.write_text(json.dumps(results, indent=1, default=str) + "\n")
+        (args.out / "embeddings.md").write_text(render(results))
         return
 
     from .run import _versions
