@@ -188,3 +188,9 @@ def test_a_factory_embedding_indexes_queries_and_reopens_from_its_recorded_name(
     # Another model on the same index is refused, with the remedy.
     with pytest.raises(ConfigurationError, match="reset=True to rebuild it"):
         CodeRetriever(path=db, embedding=resolve_embedding(f"{factories}:plain"), max_tokens=256)
+
+
+def test_a_broken_model_directory_is_our_error(tmp_path: Path) -> None:
+    (tmp_path / "modules.json").write_text("{not json")
+    with pytest.raises(ConfigurationError, match="is not readable JSON"):
+        resolve_embedding(str(tmp_path))

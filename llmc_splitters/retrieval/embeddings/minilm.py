@@ -96,7 +96,16 @@ class SentenceModelDir:
             msg = f"model directory {str(path)!r} is not a directory; pass a local sentence-transformers model directory"
             raise ConfigurationError(msg)
         self.path = p.resolve()
-        modules = json.loads((p / "modules.json").read_text()) if (p / "modules.json").is_file() else []
+        modules: Any = []
+        if (p / "modules.json").is_file():
+            try:
+                modules = json.loads((p / "modules.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                msg = f"{p / 'modules.json'} is not readable JSON ({exc}); is {p} a sentence-transformers model?"
+                raise ConfigurationError(msg) from exc
+        if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
+            msg = f"{p / 'modules.json'} is not a list of modules; is {p} a sentence-transformers model?"
+            raise ConfigurationError(msg)
         seq = _json(p / "sentence_bert_config.json").get("max_seq_length")
         if not seq:
             tok_max = _json(p / "tokenizer_config.json").get("model_max_length")

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigurationError, missing_dependency
+from ...errors import ConfigurationError, LlmcError, missing_dependency
 from ._runtime import cache_root, cached_build, files_digest, offline_hub, quiet, root_logging_off
 from .minilm import SentenceModelDir, _DirBackend, bundled_minilm_path, clean_text, require
 
@@ -164,8 +164,17 @@ class OnnxEmbedding(_DirBackend):
             found = _find_compatible(key)
             if found is not None:
                 return found / "model.onnx"
-        return cached_build("minilm-onnx", key, lambda d: export_onnx(self.files, d, quantize=self.quantize)
-                            ) / "model.onnx"
+        return cached_build("minilm-onnx", key, self._export) / "model.onnx"
+
+    def _export(self, out_dir: Path) -> None:
+        try:
+            export_onnx(self.files, out_dir, quantize=self.quantize)
+        except LlmcError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - torch.onnx and the quantizer raise many types
+            msg = (f"cannot export {self.files.path} to ONNX ({type(exc).__name__}: {exc}); use the torch backend "
+                   "(SentenceTransformerEmbedding) for this model")
+            raise ConfigurationError(msg) from exc
 
     def _load(self) -> Any:
         try:

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigurationError
+from ...errors import ConfigurationError, LlmcError
 from ._runtime import cached_build, files_digest, no_tqdm, offline_hub, quiet
 from .minilm import SentenceModelDir, _DirBackend, bundled_minilm_path, clean_text, require
 
@@ -103,8 +103,17 @@ class StaticEmbedding(_DirBackend):
 
     def model_dir(self) -> Path:
         """The distilled model's directory, made at first call and cached."""
-        return cached_build("minilm-static", self.cache_key(),
-                            lambda d: distill_static(self.files, d, dimension=self._dimension))
+        return cached_build("minilm-static", self.cache_key(), self._distill)
+
+    def _distill(self, out_dir: Path) -> None:
+        try:
+            distill_static(self.files, out_dir, dimension=self._dimension)
+        except LlmcError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - model2vec and transformers raise many types
+            msg = (f"cannot distill a static model from {self.files.path} ({type(exc).__name__}: {exc}); use the "
+                   "torch backend (SentenceTransformerEmbedding) for this model")
+            raise ConfigurationError(msg) from exc
 
     def _load(self) -> Any:
         import json
