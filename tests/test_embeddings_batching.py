@@ -119,12 +119,18 @@ def test_a_transient_failure_is_retried_with_backoff_not_split(texts: list[str])
     assert len(provider.calls[-1]) == 10  # the whole batch went through on the third try
 
 
-def test_batches_hold_similar_lengths_longest_first(texts: list[str]) -> None:
+@pytest.mark.parametrize(("limits", "measure"), [
+    (BatchLimits(max_items=8, max_batch_tokens=10**6), _words),  # token limits: sorted by the model's tokens
+    (BatchLimits(max_items=8), len),  # none: sorted by characters, no tokenizer pass
+])
+def test_batches_hold_similar_lengths_longest_first(texts: list[str], limits: BatchLimits, measure) -> None:
     provider = Provider()
-    embed_texts(provider, texts, limits=BatchLimits(max_items=8))
-    lengths = [[_words(t) for t in call] for call in provider.calls]
+    counted: list[str] = []
+    embed_texts(provider, texts, limits=limits, count_tokens=lambda t: counted.append(t) or _words(t))
+    lengths = [[measure(t) for t in call] for call in provider.calls]
     assert all(ls == sorted(ls, reverse=True) for ls in lengths)
     assert all(min(a) >= max(b) for a, b in zip(lengths, lengths[1:]))
+    assert len(counted) == (len(texts) if measure is _words else 0)
 
 
 def test_a_model_that_returns_too_few_vectors_is_a_failed_call() -> None:

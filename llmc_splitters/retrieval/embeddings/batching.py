@@ -272,7 +272,12 @@ class BatchEmbedder:
         out: list[Any] = [None] * len(texts)
         if not texts:
             return EmbedResult(out)
-        lengths = [int(self.count_tokens(t)) for t in texts]
+        if self.limits.max_batch_tokens is None and self.limits.max_text_tokens is None:
+            # No token limit to respect: lengths only sort the texts, and characters sort them as well as tokens
+            # without a tokenizer pass (which costs as much as a static model's whole embedding).
+            lengths = [len(t) for t in texts]
+        else:
+            lengths = [int(self.count_tokens(t)) for t in texts]
         batches, failures = plan_batches(lengths, self.limits)
         calls_before = self._calls
         threads, _ = self._pools()
