@@ -233,10 +233,9 @@ def cli_overhead(log=_log) -> dict[str, Any]:  # noqa: ANN001
             proc = subprocess.run([exe, "index", str(src), "--db", str(work / f"db-{emb}"), "--embedding", emb,
                                    "--json", "-q"], capture_output=True, text=True, check=True)
             wall = time.perf_counter() - t0
-            summary = json.loads(proc.stdout.strip().splitlines()[-1])
-            runs[emb] = {"wall_s": wall, "embedded": summary.get("embedded"), "files": len(summary.get("indexed")
-                                                                                          or summary.get("added") or [])
-                         if isinstance(summary.get("indexed") or summary.get("added"), list) else summary.get("files"),
+            summary = json.loads(proc.stdout)  # --json prints one (indented) object
+            runs[emb] = {"wall_s": wall, "embedded": summary.get("embedded"), "files": summary.get("files"),
+                         "index_seconds": summary.get("index_seconds"),
                          "stderr_lines": [ln for ln in proc.stderr.splitlines() if ln.strip()][:5]}
             log(f"  cli index --embedding {emb:6s} {wall:6.1f}s  embedded {runs[emb]['embedded']}")
         direct = subprocess.run([sys.executable, "-m", "benchmarks.embeddings", "--direct", str(src)],
