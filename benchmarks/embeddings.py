@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-BACKENDS = ("minilm-torch", "minilm-onnx", "minilm-static")
+BACKENDS = ("minilm-torch", "minilm-onnx", "minilm-onnx-128", "minilm-static",
+            "benchmarks.embedding_candidates:tokenlearn_static")
 BUDGET = 1024
 CHUNK_TOKENS = 256
 
@@ -460,6 +461,18 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
     corpus = tune_corpus()
     texts = sample_texts(corpus, args.sample)
     results["sample"] = len(texts)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:  # after every section: a crash late in a long run keeps what was measured
+        results["recommendation"] = recommend(results)
+        results["elapsed_s"] = time.time() - started
+        notes = args.out / "embeddings-notes.md"
+        if notes.exists():
+            results["notes"] = notes.read_text()
+        (args.out / "embeddings.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+        (args.out / "embeddings.md").write_text(render(results))
+
+    previous = json.loads((args.out / "embeddings.json").read_text()) if args.keep_quality else {}
     tmp = Path(tempfile.mkdtemp(prefix="llmc-embbench-"))
     texts_file = tmp / "texts.json"
     texts_file.write_text(json.dumps(texts))
@@ -487,13 +500,14 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
                          f"  rss {r.get('peak_rss_mb', float('nan')):.0f} MB  load {r.get('load_s', float('nan')):.1f}s"
                          f"  loadavg {r.get('load_average', float('nan')):.1f}"
                          + (f"  ERROR {r['error'][-300:]}" if "error" in r else ""))
-        previous = json.loads((args.out / "embeddings.json").read_text()) if args.keep_quality else {}
+        save()
         for name in names:
             kept = previous.get("backends", {}).get(name, {}).get("quality")
             if kept is not None:
                 results["backends"][name]["quality"] = kept
             elif not args.no_quality:
                 results["backends"][name]["quality"] = quality(corpus, name)
+            save()
         if previous.get("cli") is not None:
             results["cli"] = previous["cli"]
         elif not args.no_cli:
@@ -502,14 +516,7 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
             results["heldout"] = previous["heldout"]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    results["recommendation"] = recommend(results)
-    results["elapsed_s"] = time.time() - started
-    notes = args.out / "embeddings-notes.md"
-    if notes.exists():
-        results["notes"] = notes.read_text()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "embeddings.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    (args.out / "embeddings.md").write_text(render(results))
+    save()
     _log(f"done in {results['elapsed_s']:.0f}s -> {args.out / 'embeddings.md'}")
 
 

@@ -97,7 +97,10 @@ class OnnxEmbedding(_DirBackend):
             activations of 32 texts of 256 word pieces).
         threads: ONNX Runtime intra-op threads (default: every core).
         normalize: L2-normalise vectors.
-        name: Identity name (default ``"onnx-int8:<directory name>"`` or ``"onnx:<directory name>"``).
+        max_seq_length: Read at most this many word pieces (default: the model's window). A shorter window runs
+            faster (attention is quadratic in it); the index then bounds inputs to it.
+        name: Identity name (default ``"onnx-int8:<directory name>"`` or ``"onnx:<directory name>"``, with
+            ``-<max_seq_length>`` when it is not the model's).
 
     Raises:
         ConfigurationError: The directory is not a mean-pooling sentence-transformers model.
@@ -113,7 +116,8 @@ class OnnxEmbedding(_DirBackend):
     parallelism = "thread"  # measured: 2 threads of 1 intra-op thread each beat 1 of 2 and 2 processes
 
     def __init__(self, model_path: str | os.PathLike[str], *, quantize: bool = True, batch_size: int = 16,
-                 threads: int | None = None, normalize: bool = True, name: str | None = None) -> None:
+                 threads: int | None = None, normalize: bool = True, max_seq_length: int | None = None,
+                 name: str | None = None) -> None:
         if batch_size <= 0:
             msg = f"batch_size must be > 0, got {batch_size}"
             raise ConfigurationError(msg)
@@ -121,6 +125,11 @@ class OnnxEmbedding(_DirBackend):
             msg = f"threads must be > 0 (or None for every core), got {threads}"
             raise ConfigurationError(msg)
         self.files = SentenceModelDir(model_path)
+        own = self.files.max_seq_length
+        if max_seq_length is not None and not 3 <= max_seq_length <= own:
+            msg = f"max_seq_length must be in 3..{own} (the model's window), got {max_seq_length}"
+            raise ConfigurationError(msg)
+        self._seq = max_seq_length or own
         if self.files.pooling != "mean":
             msg = (f"{self.files.path} pools by {self.files.pooling!r}; the ONNX backend supports mean pooling only: "
                    "use the torch backend (sentence-transformers) for this model")
@@ -133,7 +142,17 @@ class OnnxEmbedding(_DirBackend):
         self.threads = threads
         self.normalize = normalize
         kind = f"{self._prefix}-int8" if quantize else self._prefix
+        if self._seq != own:
+            kind += f"-{self._seq}"
         self.name = name or f"{kind}:{self.files.path.name}"
+
+    @property
+    def max_seq_length(self) -> int:
+        return self._seq
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        return self._seq - 2
 
     def _share_key(self) -> tuple:
         return ("onnx", self.model_path, self.quantize, self.threads)
@@ -198,7 +217,7 @@ class OnnxEmbedding(_DirBackend):
         import numpy as np
 
         session, inputs, tok = self._model()
-        limit = self.files.max_seq_length
+        limit = self._seq
         encs = tok.encode_batch([clean_text(t) for t in texts], add_special_tokens=True)
         # Keep [CLS] ... [SEP] within the model's window, as sentence-transformers truncation does.
         rows = [e.ids if len(e.ids) <= limit else [*e.ids[: limit - 1], e.ids[-1]] for e in encs]
@@ -267,7 +286,7 @@ class OnnxMiniLMEmbedding(OnnxEmbedding):
     _prefix = "minilm-onnx"
 
     def __init__(self, *, quantize: bool = True, batch_size: int = 16, threads: int | None = None,
-                 normalize: bool = True) -> None:
+                 normalize: bool = True, max_seq_length: int | None = None) -> None:
         super().__init__(bundled_minilm_path(), quantize=quantize, batch_size=batch_size, threads=threads,
-                         normalize=normalize)
+                         normalize=normalize, max_seq_length=max_seq_length)
 

@@ -42,6 +42,12 @@ def _onnx_fp32() -> Any:
     return OnnxMiniLMEmbedding(quantize=False)
 
 
+def _onnx_128() -> Any:
+    from .onnx import OnnxMiniLMEmbedding
+
+    return OnnxMiniLMEmbedding(max_seq_length=128)
+
+
 def _static() -> Any:
     from .static import StaticMiniLMEmbedding
 
@@ -59,6 +65,7 @@ BACKENDS: dict[str, tuple[Callable[[], Any], str]] = {
     "minilm-torch": (_torch, "all-MiniLM-L6-v2 on torch (sentence-transformers)"),
     "minilm-onnx": (_onnx, "all-MiniLM-L6-v2 on ONNX Runtime, int8, exported locally at first use"),
     "minilm-onnx-fp32": (_onnx_fp32, "all-MiniLM-L6-v2 on ONNX Runtime, float32"),
+    "minilm-onnx-128": (_onnx_128, "all-MiniLM-L6-v2 on ONNX Runtime, int8, 128-word-piece window (as trained)"),
     "minilm-static": (_static, "static embedding distilled from all-MiniLM-L6-v2 with model2vec (256 dims)"),
     "hashing": (_hashing, "feature hashing of code terms: no model (tests, stand-in)"),
 }
@@ -71,6 +78,7 @@ _RECORDED = (
     (re.compile(r"minilm:model"), "minilm-torch"),
     (re.compile(r"minilm-onnx-int8:model"), "minilm-onnx"),
     (re.compile(r"minilm-onnx:model"), "minilm-onnx-fp32"),
+    (re.compile(r"minilm-onnx-int8-128:model"), "minilm-onnx-128"),
     (re.compile(r"minilm-static256:model"), "minilm-static"),
     (re.compile(r"hashing:256"), "hashing"),
 )
