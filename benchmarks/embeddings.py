@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import random
+import re
 import resource
 import shutil
 import subprocess
@@ -42,6 +43,7 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 BACKENDS = ("minilm-torch", "minilm-onnx", "minilm-onnx-128", "minilm-static",
             "benchmarks.embedding_candidates:tokenlearn_static")
 BUDGET = 1024
+DEFAULT_INDEX_BACKEND = "minilm-onnx-128"  # the default chosen from an earlier run, indexed against torch
 CHUNK_TOKENS = 256
 
 
@@ -180,7 +182,7 @@ def quality(corpus: Any, backend: str, log=_log, split: str = "tune") -> dict[st
         chunks = [c for f in pkg.files for c in finish(f, spec.fn(f))]
         rows += R.evaluate("dense chunks", "dense", pkg, pkg.queries,
                            R.chunk_contexts(chunks, _Dense([c.text for c in chunks])), (BUDGET,))
-        store = ChromaStore(collection=f"embbench_{backend.replace('-', '_')}_{n}")
+        store = ChromaStore(collection=re.sub(r"[^A-Za-z0-9]+", "_", f"embbench_{backend}_{n}"))
         r = CodeRetriever(store=store, embedding=emb, max_tokens=CHUNK_TOKENS, k=4, max_context_tokens=BUDGET)
         r.index_texts({f.path: f.text for f in pkg.files})
         files = {f.path: f for f in pkg.files}
@@ -230,12 +232,12 @@ def cli_overhead(log=_log) -> dict[str, Any]:  # noqa: ANN001
         exe = str(Path(sys.executable).with_name("llmc-splitters"))
         runs = {}
         for emb in ("none", "minilm"):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _children_cpu()
             proc = subprocess.run([exe, "index", str(src), "--db", str(work / f"db-{emb}"), "--embedding", emb,
                                    "--json", "-q"], capture_output=True, text=True, check=True)
-            wall = time.perf_counter() - t0
+            wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
             summary = json.loads(proc.stdout)  # --json prints one (indented) object
-            runs[emb] = {"wall_s": wall, "embedded": summary.get("embedded"), "files": summary.get("files"),
+            runs[emb] = {"wall_s": wall, "cpu_s": cpu, "embedded": summary.get("embedded"), "files": summary.get("files"),
                          "index_seconds": summary.get("index_seconds"),
                          "stderr_lines": [ln for ln in proc.stderr.splitlines() if ln.strip()][:5]}
             log(f"  cli index --embedding {emb:6s} {wall:6.1f}s  embedded {runs[emb]['embedded']}")
@@ -245,11 +247,54 @@ def cli_overhead(log=_log) -> dict[str, Any]:  # noqa: ANN001
         log(f"  direct: load {d['load_s']:.1f}s, encode {d['encode_s']:.1f}s for {d['texts']} texts, "
             f"per-file calls {d['per_file_s']:.1f}s")
         embed_cost = runs["minilm"]["wall_s"] - runs["none"]["wall_s"]
-        return {"runs": runs, "direct": d, "embedding_cost_s": embed_cost,
+        embed_cpu = runs["minilm"]["cpu_s"] - runs["none"]["cpu_s"]
+        return {"runs": runs, "direct": d, "embedding_cost_s": embed_cost, "embedding_cost_cpu_s": embed_cpu,
                 "ratio_cli_embedding_to_direct_encode": embed_cost / d["encode_s"],
-                "ratio_cli_embedding_to_load_plus_encode": embed_cost / (d["load_s"] + d["encode_s"])}
+                "ratio_cli_embedding_to_load_plus_encode": embed_cost / (d["load_s"] + d["encode_s"]),
+                # CPU seconds (all threads) are less sensitive than wall time to other jobs on the machine.
+                "cpu_ratio_cli_embedding_to_load_plus_encode": embed_cpu / (d["load_cpu_s"] + d["encode_cpu_s"]),
+                "cpu_ratio_cli_embedding_to_load_plus_per_file": embed_cpu / (d["load_cpu_s"] + d["per_file_cpu_s"])}
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def index_run(backend: str, src: Path, db: Path) -> dict[str, Any]:
+    """In a child: index ``src`` through ``CodeRetriever.index_directory`` (the CLI's path) with ``backend``."""
+    from llmc_splitters.retrieval import CodeRetriever
+    from llmc_splitters.retrieval.embeddings import resolve_embedding
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    r = CodeRetriever(path=db, embedding=resolve_embedding(backend))
+    report = r.index_directory(str(src))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    files = len(report.added) + len(report.updated)
+    return {"backend": backend, "files": files, "embedded": report.embedded, "wall_s": wall, "cpu_s": cpu,
+            "files_per_s": files / wall, "texts_per_s": report.embedded / wall if report.embedded else None,
+            "peak_rss_mb": _rss_mb(), "load_average": os.getloadavg()[0]}
+
+
+def index_compare(names: list[str], log=_log) -> dict[str, Any]:  # noqa: ANN001
+    """Index the same stdlib tree with each backend (model load included), in fresh processes, one run."""
+    work = Path(tempfile.mkdtemp(prefix="llmc-embbench-"))
+    try:
+        src = _stdlib_tree(work)
+        out = {}
+        for name in names:
+            proc = subprocess.run([sys.executable, "-m", "benchmarks.embeddings", "--index-run", name, str(src),
+                                   str(work / f"db-{re.sub(r'[^A-Za-z0-9]+', '_', name)}")], capture_output=True,
+                                  text=True, check=True, cwd=Path(__file__).resolve().parent.parent)
+            out[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+            r = out[name]
+            log(f"  index {name:16s} {r['wall_s']:6.1f}s  {r['files_per_s']:5.2f} files/s  "
+                f"{r['texts_per_s'] or 0:6.1f} texts/s  ({r['embedded']} texts, loadavg {r['load_average']:.1f})")
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def direct(src: Path) -> dict[str, Any]:
@@ -276,19 +321,20 @@ def direct(src: Path) -> dict[str, Any]:
 
     CodeRetriever(embedding=Recorder()).index_directory(str(src))
     texts = [t for c in calls for t in c]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(real.model_path, device="cpu")
-    load = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    load, load_cpu = time.perf_counter() - t0, time.process_time() - c0
+    t0, c0 = time.perf_counter(), time.process_time()
     model.encode(texts, batch_size=32, show_progress_bar=False, normalize_embeddings=True)
-    enc = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    enc, enc_cpu = time.perf_counter() - t0, time.process_time() - c0
+    t0, c0 = time.perf_counter(), time.process_time()
     for c in calls:  # what the index does today: one call per file
         model.encode(c, batch_size=32, show_progress_bar=False, normalize_embeddings=True)
-    per_file = time.perf_counter() - t0
-    return {"texts": len(texts), "calls": len(calls), "load_s": load, "encode_s": enc, "per_file_s": per_file}
+    per_file, per_file_cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"texts": len(texts), "calls": len(calls), "load_s": load, "encode_s": enc, "per_file_s": per_file,
+            "load_cpu_s": load_cpu, "encode_cpu_s": enc_cpu, "per_file_cpu_s": per_file_cpu}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -355,19 +401,48 @@ def render(results: dict[str, Any]) -> str:
             f"{cli['ratio_cli_embedding_to_direct_encode']:.2f}x the direct encode, "
             f"{cli['ratio_cli_embedding_to_load_plus_encode']:.2f}x load + encode.",
         ]
+        if "cpu_ratio_cli_embedding_to_load_plus_encode" in cli:
+            lines.append(
+                f"- In CPU seconds (all threads; less sensitive to other jobs): CLI embedding cost "
+                f"{cli['embedding_cost_cpu_s']:.1f} s = {cli['cpu_ratio_cli_embedding_to_load_plus_encode']:.2f}x "
+                f"load + one encode call ({d['load_cpu_s'] + d['encode_cpu_s']:.1f} s), "
+                f"{cli['cpu_ratio_cli_embedding_to_load_plus_per_file']:.2f}x load + per-file calls "
+                f"({d['load_cpu_s'] + d['per_file_cpu_s']:.1f} s).")
+    idx = results.get("indexing")
+    if idx:
+        torch_r = idx.get("minilm-torch", {})
+        lines += [
+            "",
+            "## Indexing a standard-library tree (json + http + asyncio) through `CodeRetriever.index_directory`",
+            "",
+            "Fresh process each, model load included, one run.",
+            "",
+            "| embedding | seconds | files/s | texts/s | texts/s vs torch | peak RSS MB | load average |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, r in idx.items():
+            rel = (f"{r['texts_per_s'] / torch_r['texts_per_s']:.1f}x" if r.get("texts_per_s")
+                   and torch_r.get("texts_per_s") else "-")
+            tps = f"{r['texts_per_s']:.1f}" if r.get("texts_per_s") else "-"
+            lines.append(f"| `{name}` | {r['wall_s']:.1f} | {r['files_per_s']:.2f} | {tps} | {rel} | "
+                         f"{r['peak_rss_mb']:.0f} | {r['load_average']:.1f} |")
     held = results.get("heldout")
     if held:
         ref = _reference_heldout()
+        same = held.get("reference", {})
+
+        def pair(ret: str, q: dict) -> str:
+            return f"{q[ret]['full_hit']:.3f} / {q[ret]['completeness']:.3f}" if ret in q else "-"
+
         lines += [
             "",
             f"## Held-out packages, once, for the default (`{held['backend']}`)",
             "",
-            "| retrieval | full-hit | completeness | MiniLM on torch, same split (benchmarks.run results.json) |",
+            f"| retrieval (full-hit / completeness) | `{held['backend']}` | MiniLM on torch, same run | MiniLM on torch, "
+            "benchmarks.run results.json |",
             "|---|---|---|---|",
-            f"| dense chunks | {held['dense']['full_hit']:.3f} | {held['dense']['completeness']:.3f} | "
-            f"{ref.get('dense', '-')} |",
-            f"| hybrid retriever | {held['hybrid']['full_hit']:.3f} | {held['hybrid']['completeness']:.3f} | "
-            f"{ref.get('hybrid', '-')} |",
+            f"| dense chunks | {pair('dense', held)} | {pair('dense', same)} | {ref.get('dense', '-')} |",
+            f"| hybrid retriever | {pair('hybrid', held)} | {pair('hybrid', same)} | {ref.get('hybrid', '-')} |",
         ]
     notes = results.get("notes")
     if notes:
@@ -417,8 +492,8 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
     ap.add_argument("--no-cli", action="store_true")
     ap.add_argument("--no-workers", action="store_true", help="1 worker only")
     ap.add_argument("--rounds", type=int, default=2, help="interleaved throughput rounds (the best is reported)")
-    ap.add_argument("--keep-quality", action="store_true",
-                    help="reuse the quality and CLI sections of the existing embeddings.json (re-measure the rest)")
+    ap.add_argument("--keep", action="store_true",
+                    help="reuse every section of the existing embeddings.json that is there; measure the rest")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR)
     ap.add_argument("--heldout", metavar="BACKEND",
                     help="only: held-out quality of BACKEND (the chosen default), added to embeddings.json/md")
@@ -428,6 +503,7 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
     ap.add_argument("--kind", default="thread", help=argparse.SUPPRESS)
     ap.add_argument("--first-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--direct", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--index-run", nargs=3, metavar=("BACKEND", "SRC", "DB"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.probe:
         print(json.dumps(probe(args.probe, args.texts_file, args.workers, args.kind, args.first_only)))
@@ -435,13 +511,20 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
     if args.direct:
         print(json.dumps(direct(args.direct)))
         return
+    if args.index_run:
+        print(json.dumps(index_run(args.index_run[0], Path(args.index_run[1]), Path(args.index_run[2]))))
+        return
 
     if args.heldout:
         path = args.out / "embeddings.json"
         results = json.loads(path.read_text())
         _log(f"held-out quality of {args.heldout}")
+        held = tune_corpus("heldout")
         results["heldout"] = {"backend": args.heldout, "loadavg_at_start": os.getloadavg()[0],
-                              **quality(tune_corpus("heldout"), args.heldout, split="heldout")}
+                              **quality(held, args.heldout, split="heldout")}
+        if args.heldout != "minilm-torch":  # today's model on the same split, in the same run, as the yardstick
+            results["heldout"]["reference"] = {"backend": "minilm-torch",
+                                               **quality(held, "minilm-torch", split="heldout")}
         path.write_text(json.dumps(results, indent=1, default=str) + "\n")
         (args.out / "embeddings.md").write_text(render(results))
         return
@@ -472,7 +555,11 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
         (args.out / "embeddings.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
         (args.out / "embeddings.md").write_text(render(results))
 
-    previous = json.loads((args.out / "embeddings.json").read_text()) if args.keep_quality else {}
+    previous = json.loads((args.out / "embeddings.json").read_text()) if args.keep else {}
+    for name, b in previous.get("backends", {}).items():
+        if name in args.backends.split(","):
+            results["backends"][name] = {k: v for k, v in b.items() if k in ("first_load", "throughput",
+                                                                            "throughput_rounds")}
     tmp = Path(tempfile.mkdtemp(prefix="llmc-embbench-"))
     texts_file = tmp / "texts.json"
     texts_file.write_text(json.dumps(texts))
@@ -480,7 +567,7 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
         names = args.backends.split(",")
         for name in names:
             b: dict[str, Any] = results["backends"].setdefault(name, {})
-            if name != "minilm-torch":  # an empty cache: the export / distillation is part of this first load
+            if name != "minilm-torch" and "first_load" not in b:  # an empty cache: the export / distillation is part of this first load
                 b["first_load"] = run_probe(name, texts_file, first_only=True, cache=tmp / f"cache-{name}")
                 _log(f"  {name:16s} first load (empty cache) {b['first_load'].get('load_s', float('nan')):.1f}s")
         configs = [(1, "thread")] + ([] if args.no_workers else [(2, "thread"), (2, "process")])
@@ -489,6 +576,8 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
         for rnd in range(args.rounds):
             for name in names:
                 b = results["backends"][name]
+                if len(next(iter(b.get("throughput_rounds", {}).values()), [])) >= args.rounds:
+                    continue  # kept from the previous run
                 for workers, kind in configs:
                     key = f"{workers}x {kind}"
                     r = run_probe(name, texts_file, workers, kind)
@@ -512,6 +601,10 @@ def main(argv: list[str] | None = None) -> None:  # noqa: C901
             results["cli"] = previous["cli"]
         elif not args.no_cli:
             results["cli"] = cli_overhead()
+        if previous.get("indexing") is not None:
+            results["indexing"] = previous["indexing"]
+        elif not args.no_cli:
+            results["indexing"] = index_compare(["none", "minilm-torch", DEFAULT_INDEX_BACKEND])
         if previous.get("heldout") is not None:
             results["heldout"] = previous["heldout"]
     finally:

@@ -217,3 +217,18 @@ def test_a_no_op_reindex_of_a_hybrid_index_does_not_load_torch(tmp_path: Path) -
     assert first["embedded"] > 0 and first["torch"] is True
     assert second == {"embedded": 0, "unchanged": 1, "torch": False}
     assert "Loading weights" not in again.stderr
+
+
+def test_the_128_window_changes_only_texts_longer_than_it(code_texts) -> None:
+    full, short = OnnxMiniLMEmbedding(), OnnxMiniLMEmbedding(max_seq_length=128)
+    assert short.max_input_tokens == 126 and short.name == "minilm-onnx-int8-128:model"
+    fits = [t for t in code_texts if full.count_tokens(t) <= 126][:20]
+    longer = [t for t in code_texts if full.count_tokens(t) > 200][:20]
+    assert fits and longer
+    a, b = np.array(full.embed_documents(fits + longer)), np.array(short.embed_documents(fits + longer))
+    cos = (a * b).sum(axis=1)
+    assert cos[: len(fits)].min() > 0.9999  # same model, same input
+    assert cos[len(fits):].max() < 0.9999  # the head of 126 word pieces is what the 128 window embeds
+    view = bounded_view(longer[0], short)
+    assert view.truncated and view.tokens <= 126
+    assert np.allclose(short.embed_query(view.text), short.embed_query(longer[0]), atol=1e-4)

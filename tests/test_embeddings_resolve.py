@@ -69,7 +69,7 @@ def test_local_backends_resolve_without_loading_anything() -> None:
     default = resolve_embedding("minilm")
     assert type(default) is type(resolve_embedding(DEFAULT_BACKEND))
     seen = {}
-    for name in ("minilm-torch", "minilm-onnx", "minilm-onnx-fp32", "minilm-static"):
+    for name in ("minilm-torch", "minilm-onnx", "minilm-onnx-fp32", "minilm-onnx-128", "minilm-static"):
         emb = resolve_embedding(name)
         assert not emb.loaded
         seen[name] = emb.identity
@@ -77,8 +77,10 @@ def test_local_backends_resolve_without_loading_anything() -> None:
         assert resolve_embedding(emb.identity.name).identity == emb.identity
     assert seen["minilm-torch"] == EmbeddingIdentity("minilm:model", 384, 254)
     assert seen["minilm-onnx"] == EmbeddingIdentity("minilm-onnx-int8:model", 384, 254)
+    assert seen["minilm-onnx-128"] == EmbeddingIdentity("minilm-onnx-int8-128:model", 384, 126)
     assert seen["minilm-static"] == EmbeddingIdentity("minilm-static256:model", 256, None)
-    assert len({i.name for i in seen.values()}) == 4  # vectors that may differ never share a name
+    assert len({i.name for i in seen.values()}) == 5  # vectors that may differ never share a name
+    assert default.identity == seen[DEFAULT_BACKEND]
 
 
 def test_a_model_directory_is_a_sentence_transformers_model() -> None:
