@@ -3,7 +3,8 @@
     python -m benchmarks.embeddings                 # everything (about 20 minutes on 2 cores)
     python -m benchmarks.embeddings --no-quality    # throughput, memory and workers only
     python -m benchmarks.embeddings --no-cli        # skip the CLI-overhead profile
-    python -m benchmarks.embeddings --heldout minilm-static   # then, once: held-out quality of the chosen default
+    python -m benchmarks.embeddings --heldout minilm-onnx-128  # then, once: held-out quality of the chosen default
+    python -m benchmarks.embeddings --keep          # measure only what embeddings.json lacks
 
 For each backend (``minilm-torch``, ``minilm-onnx``, ``minilm-static``, ...):
 
