@@ -225,10 +225,12 @@ def test_the_128_window_changes_only_texts_longer_than_it(code_texts) -> None:
     fits = [t for t in code_texts if full.count_tokens(t) <= 126][:20]
     longer = [t for t in code_texts if full.count_tokens(t) > 200][:20]
     assert fits and longer
-    a, b = np.array(full.embed_documents(fits + longer)), np.array(short.embed_documents(fits + longer))
-    cos = (a * b).sum(axis=1)
-    assert cos[: len(fits)].min() > 0.9999  # same model, same input
-    assert cos[len(fits):].max() < 0.9999  # the head of 126 word pieces is what the 128 window embeds
+    # Embedded group by group: int8 activations are quantized per batch (dynamic scale), so a text's vector
+    # moves slightly (cosine ~0.99) with its batch-mates; the same batches give the same vectors.
+    same = (np.array(full.embed_documents(fits)) * np.array(short.embed_documents(fits))).sum(axis=1)
+    assert same.min() > 0.9999  # same model, same input
+    cut = (np.array(full.embed_documents(longer)) * np.array(short.embed_documents(longer))).sum(axis=1)
+    assert cut.max() < 0.9999  # the head of 126 word pieces is what the 128 window embeds
     view = bounded_view(longer[0], short)
     assert view.truncated and view.tokens <= 126
     assert np.allclose(short.embed_query(view.text), short.embed_query(longer[0]), atol=1e-4)

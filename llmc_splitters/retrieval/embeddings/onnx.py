@@ -3,7 +3,9 @@
 At first use the model directory is exported with ``torch.onnx`` (TorchScript exporter, eager attention, dynamic
 batch and sequence axes), then quantized with onnxruntime's dynamic int8 quantization (weights of the MatMul nodes,
 per output channel: that keeps cosine similarity to the torch vectors above 0.99 on code, where per-tensor
-quantization drops to about 0.94). The result is cached under :func:`~._runtime.cache_root` keyed by the source
+quantization drops to about 0.94). Activations are quantized per call (a dynamic scale per batch), so a text's
+vector moves slightly with the texts it is batched with (cosine about 0.99); the same batch gives the same vectors.
+The result is cached under :func:`~._runtime.cache_root` keyed by the source
 files' digest and the exporter's versions. Later runs need only ``onnxruntime``, ``tokenizers`` and ``numpy``:
 no torch.
 """
