@@ -347,8 +347,9 @@ def render(results: dict[str, Any]) -> str:
     lines = [
         "# Local embedding options",
         "",
-        f"{results['date']}, `{results['command']}`, {results['machine']['cpus']} cores "
-        f"(load average at start {results['machine']['load_at_start']}), python {results['versions']['python']}.",
+        f"Rendered {results['date']} by `{results['command']}` (with `--keep`, sections measured by earlier runs are "
+        f"kept), {results['machine']['cpus']} cores shared with other jobs (each measurement's load average is in "
+        f"embeddings.json), python {results['versions']['python']}.",
         f"Throughput texts: {results['sample']} bounded views of `ASTChunker(max_tokens={CHUNK_TOKENS})` spans of the "
         "tune packages (the index's embedded text: path and symbol header, then the span, cut to the model's "
         "input). Quality: tune packages only, 1,024-token contexts, macro over languages.",
