@@ -28,10 +28,10 @@ from .rows import (
 
 __all__ = [
     "BATCH_COLUMNS",
-    "FileRows",
     "INT_COLUMNS",
-    "IngestSettings",
     "SPARK_SCHEMA",
+    "FileRows",
+    "IngestSettings",
     "chunk_batch",
     "chunk_file",
     "display_path",

@@ -58,10 +58,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BATCH_COLUMNS",
-    "FileRows",
     "INT_COLUMNS",
-    "IngestSettings",
     "SPARK_SCHEMA",
+    "FileRows",
+    "IngestSettings",
     "chunk_batch",
     "chunk_file",
     "display_path",
