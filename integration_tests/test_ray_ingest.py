@@ -349,3 +349,23 @@ def test_langchain_vectorstore_sink_built_in_the_workers(cluster, chroma_server,
     serial.index_texts({f"demo/{rel}": (repo / rel).read_text() for rel in TREE})
     for q in ("split a string using shell-like syntax", "encode bytes to base85", "bisect insort"):
         assert [(h.span.id, h.rank) for h in r.search(q).hits] == [(h.span.id, h.rank) for h in serial.search(q).hits]
+
+
+def test_bad_arguments_are_configuration_errors(repo, tmp_path) -> None:
+    from llmc_splitters.errors import ConfigurationError
+
+    state = ManifestState(tmp_path / "state")
+    factory = functools.partial(CountingEmbedding, str(tmp_path / "e.log"), 32)
+    with pytest.raises(ConfigurationError, match="index=DIR"):
+        run_ray(_plan(repo, state), None, roots=str(repo), settings=S)
+    with pytest.raises(ConfigurationError, match="needs a vector sink"):
+        run_ray(_plan(repo, state), None, index=tmp_path / "i", roots=str(repo), settings=S, embedding_factory=factory)
+    with pytest.raises(ConfigurationError, match="several processes"):
+        run_ray(_plan(repo, state), ChromaSink(path=str(tmp_path / "c")), index=tmp_path / "i", roots=str(repo),
+                settings=S, embedding_factory=factory)
+    run_local(_plan(repo, state), index=tmp_path / "lex", roots=str(repo), settings=S, state=state, workers=0,
+              progress=None)
+    with pytest.raises(ConfigurationError, match="lexical-only"):
+        run_ray(_plan(repo, state, full=True), ChromaSink(host="localhost", port=1), index=tmp_path / "lex",
+                roots=str(repo), settings=S, embedding_factory=factory)
+    assert not (tmp_path / "i").exists()

@@ -248,6 +248,25 @@ def test_the_writer_reassembles_files_from_rows_in_any_order_and_batching(tmp_pa
     assert _everything(tmp_path / "whole") == _everything(tmp_path / "shuffled")
 
 
+def test_the_writer_refuses_rows_of_another_model_before_writing_any(repo: Path, tmp_path: Path) -> None:
+    from llmc_splitters.ingest.pipeline import EmbedStage, embedding_name
+    from llmc_splitters.ingest.writer import WorkerModel, WrittenByWorkers
+
+    index = tmp_path / "index"
+    _run(repo, ManifestState(tmp_path / "state"), index, CountingEmbedding())
+    before = _everything(index)
+    sink = ChromaSink(path=str(index / "chroma"))
+    recorded = CodeIndex.recorded_embedding(index)
+    assert recorded == embedding_name(CountingEmbedding())
+    w = IndexWriter(lambda name: open_index(index, S, WrittenByWorkers(sink.vectors()), WorkerModel(name)),
+                    embedding=None, recorded=recorded, summary=IngestSummary())
+    rows = EmbedStage(lambda: HashingEmbedding(32))(chunk_batch({"path": ["demo/x.py"], "data": [b"x = 1\n"]}, S))
+    with pytest.raises(ConfigurationError, match="hashing:32"):
+        w.feed(rows)
+    w.close()
+    assert _everything(index) == before
+
+
 def test_bad_arguments_are_configuration_errors(repo: Path, tmp_path: Path) -> None:
     state = ManifestState(tmp_path / "state")
     index = tmp_path / "index"

@@ -57,6 +57,10 @@ class EmbedStage:
             ``None``: no cache).
         batch_size: Texts per model call.
 
+    Attributes:
+        name: The model's name (what its vectors are filed under).
+        dim: The vectors' size, once a batch was embedded.
+
     Example:
         >>> from llmc_splitters.ingest import chunk_batch
         >>> from llmc_splitters.retrieval import HashingEmbedding

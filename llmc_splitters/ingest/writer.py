@@ -221,21 +221,22 @@ class IndexWriter:
             self._others[file] = (repo, path, str(st["status"]), str(st["reason"]))
             return
         rows = list(slot.rows.values())
-        for r in rows:
-            if r["role"] in SEARCHED_ROLES:
-                if self._view is not None and not r["embed_hash"]:
+        searched = [r for r in rows if r["role"] in SEARCHED_ROLES]
+        if self._view is not None:
+            for r in searched:
+                if not r["embed_hash"]:
                     view_row(r, self._view)
-                vec = r.get("vector")
-                if vec:
-                    self._vectors[str(r["embed_hash"])] = array("f", bytes(vec))
-                flag = int(r.get("embedded", -1))
-                self._embedded += flag == 1
-                self._cached += flag == 0
         try:
             prepared = prepared_file(st, rows)
         except LlmcError as exc:
             self._others[file] = (repo, path, "failed", str(exc))
             return
+        for r in searched:
+            if r.get("vector"):  # computed or found by the embed actors: the index's cache keeps it too
+                self._vectors[str(r["embed_hash"])] = array("f", bytes(r["vector"]))
+            flag = int(r.get("embedded", -1))
+            self._embedded += flag == 1
+            self._cached += flag == 0
         self._keys[file] = (repo, path)
         self._group.append(prepared)
         self._group_rows += len(prepared.write.rows)
