@@ -155,9 +155,14 @@ def _rows(index: Path) -> set[tuple]:
     return _sql(index, "SELECT id, role, path, text FROM spans")
 
 
+# Every column of a span row but the table's own row number (which follows the order files were written in).
+_SPAN_COLUMNS = ("id, file, path, role, kind, name, tail, language, start_byte, end_byte, start_char, end_char, "
+                 "start_line, end_line, parent_id, token_count, text, metadata, embed_hash")
+
+
 def _everything(index: Path) -> tuple[set[tuple], set[tuple]]:
     """Every column of every span row, and every file marker but its time and stat."""
-    return (_sql(index, "SELECT * FROM spans"),
+    return (_sql(index, f"SELECT {_SPAN_COLUMNS} FROM spans"),
             _sql(index, "SELECT path, hash, settings, language, n_spans, n_leaves, bindings FROM files"))
 
 
