@@ -255,13 +255,13 @@ def test_the_writer_reassembles_files_from_rows_in_any_order_and_batching(tmp_pa
 
 def test_the_writer_refuses_rows_of_another_model_before_writing_any(repo: Path, tmp_path: Path) -> None:
     from llmc_splitters.ingest.pipeline import EmbedStage, embedding_name
-    from llmc_splitters.ingest.writer import WorkerModel, WrittenByWorkers
+    from llmc_splitters.ingest.writer import WorkerModel, WrittenByWorkers, recorded_embedding
 
     index = tmp_path / "index"
     _run(repo, ManifestState(tmp_path / "state"), index, CountingEmbedding())
     before = _everything(index)
     sink = ChromaSink(path=str(index / "chroma"))
-    recorded = CodeIndex.recorded_embedding(index)
+    recorded = recorded_embedding(index)
     assert recorded == embedding_name(CountingEmbedding())
     w = IndexWriter(lambda name: open_index(index, S, WrittenByWorkers(sink.vectors()), WorkerModel(name)),
                     embedding=None, recorded=recorded, summary=IngestSummary())
@@ -270,6 +270,17 @@ def test_the_writer_refuses_rows_of_another_model_before_writing_any(repo: Path,
         w.feed(rows)
     w.close()
     assert _everything(index) == before
+
+
+def test_the_wrapped_vector_stores_still_say_where_they_live() -> None:
+    from types import SimpleNamespace
+
+    from llmc_splitters.ingest.sinks import ChromaVectors
+    from llmc_splitters.ingest.writer import WrittenByWorkers
+
+    inner = SimpleNamespace(describe=lambda: {"kind": "chroma", "host": "h", "port": 1, "collection": "c"})
+    assert WrittenByWorkers(ChromaVectors(inner)).describe() == inner.describe(), "the index records it"
+    assert not hasattr(WrittenByWorkers(ChromaVectors(SimpleNamespace())), "describe")
 
 
 def test_bad_arguments_are_configuration_errors(repo: Path, tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ from .pipeline import check_index, check_plan, check_sink, commit, deleted_paths
 from .rows import INT_COLUMNS, IngestSettings, read_chunk_batch
 from .stages import EmbedStage, WriteStage
 from .summary import IngestSummary, ProgressFn, log_progress
-from .writer import IndexWriter, WorkerModel, WrittenByWorkers
+from .writer import IndexWriter, WorkerModel, WrittenByWorkers, recorded_embedding
 
 if TYPE_CHECKING:
     import os
@@ -207,9 +207,7 @@ def run_ray(
     settings = settings or IngestSettings()
     check_plan(plan, settings)
     check_sink(sink, embedding_factory)
-    from ..retrieval.index import CodeIndex
-
-    recorded = CodeIndex.recorded_embedding(directory)
+    recorded = recorded_embedding(directory)
     if sink is not None and recorded == "none":
         msg = (f"the index at {directory} is lexical-only (built without an embedding); a run with vectors needs "
                "another index directory, or this one reset")

@@ -51,6 +51,12 @@ class ChromaVectors:
     def __repr__(self) -> str:
         return f"ChromaVectors({self.store!r})"
 
+    def __getattr__(self, name: str) -> Any:
+        # Whatever else the store offers (describe(): where its vectors live, which the index records).
+        if name == "store":
+            raise AttributeError(name)
+        return getattr(self.store, name)
+
     def open(self, embedding_name: str, *, reset: bool = False) -> None:
         """Open the collection for vectors of ``embedding_name`` (another model's collection is refused)."""
         self.store.open(embedding_name, reset=reset)

@@ -25,6 +25,7 @@ dead run finished).
 from __future__ import annotations
 
 import json
+import os
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from ..retrieval.records import PreparedFile
     from .summary import IngestSummary, ProgressFn
 
-__all__ = ["IndexWriter", "WorkerModel", "WrittenByWorkers"]
+__all__ = ["IndexWriter", "WorkerModel", "WrittenByWorkers", "recorded_embedding"]
 
 _GROUP_FILES = 32
 _GROUP_ROWS = 4000
@@ -86,6 +87,12 @@ class WrittenByWorkers:
     def __repr__(self) -> str:
         return f"WrittenByWorkers({self.store!r})"
 
+    def __getattr__(self, name: str) -> Any:
+        # Whatever else the store offers (describe(): where its vectors live, which the index records).
+        if name == "store":
+            raise AttributeError(name)
+        return getattr(self.store, name)
+
     def open(self, embedding_name: str, *, reset: bool = False) -> None:
         """Open the store (refusing another model's vectors)."""
         self.store.open(embedding_name, reset=reset)
@@ -107,6 +114,25 @@ class WrittenByWorkers:
     def count(self) -> int:
         """The store's record count."""
         return int(self.store.count())
+
+
+def recorded_embedding(directory: str | os.PathLike[str]) -> str | None:
+    """The embedding name the index at ``directory`` records (``"none"``: lexical), or ``None`` when there is no
+    index there yet.
+
+    Raises:
+        StoreError: The index cannot be read (corrupt, locked, of another format).
+    """
+    from ..retrieval.spanstore import IndexNotFoundError, SpanStore
+
+    try:
+        store = SpanStore(directory, create=False)
+    except IndexNotFoundError:
+        return None
+    try:
+        return store.get_meta("embedding")
+    finally:
+        store.close()
 
 
 @dataclass(slots=True)
