@@ -234,7 +234,8 @@ def index_settings(settings: IngestSettings) -> str:
 
     # NOTE: CodeIndex derives its fingerprint from its chunker alone; calling its getter on the chunker these
     # settings build keeps one formula for both.
-    fp = str(CodeIndex.settings_fingerprint.fget(SimpleNamespace(chunker=_chunker(settings))))  # type: ignore[attr-defined]
+    getter = CodeIndex.settings_fingerprint.fget  # type: ignore[attr-defined]
+    fp = str(getter(SimpleNamespace(chunker=_chunker(settings))))
     return fp if settings.summaries else f"{fp}:no-summaries"
 
 
