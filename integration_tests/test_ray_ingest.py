@@ -171,12 +171,15 @@ def _searched(index: Path) -> set[str]:
 
 
 def _vectors(sink: ChromaSink) -> dict[str, dict]:
-    """Every record of the sink's collection: ``id -> {meta, vector}``."""
-    col = sink.vectors().store.client.get_collection(sink.collection)
-    got = col.get(include=["metadatas", "embeddings"])
-    assert len(got["ids"]) == len(set(got["ids"]))
-    return {rid: {"meta": got["metadatas"][i], "vector": [round(float(x), 5) for x in got["embeddings"][i]]}
-            for i, rid in enumerate(got["ids"])}
+    """Every record of the sink's collections (leaves, summaries): ``id -> {meta, vector}``."""
+    client = sink.vectors().store.client
+    out: dict[str, dict] = {}
+    for name in (sink.collection, f"{sink.collection}_summaries"):
+        got = client.get_collection(name).get(include=["metadatas", "embeddings"])
+        for i, rid in enumerate(got["ids"]):
+            assert rid not in out, "one record per id"
+            out[rid] = {"meta": got["metadatas"][i], "vector": [round(float(x), 5) for x in got["embeddings"][i]]}
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------- tests

@@ -90,8 +90,9 @@ def _vector_ids(index: Path) -> set[str]:
     """The ids embedded Chroma holds in ``index/chroma`` (where CodeIndex(path=index) keeps vectors)."""
     from llmc_splitters.retrieval.store import ChromaStore
 
-    col = ChromaStore(str(index / "chroma")).client.get_collection("llmc_spans")
-    ids = col.get(include=[])["ids"]
+    client = ChromaStore(str(index / "chroma")).client
+    ids = [i for name in ("llmc_spans", "llmc_spans_summaries")
+           for i in client.get_collection(name).get(include=[])["ids"]]
     assert len(ids) == len(set(ids))
     return set(ids)
 
@@ -121,6 +122,7 @@ def test_local_run_is_idempotent_and_incremental(repo: Path, tmp_path: Path) -> 
     assert first.spans_written == len(expected)
     assert first.spans_embedded == len(set(model.calls)) > 0
     assert _vector_ids(index) == _searched(index), "a vector per searched row, nothing else"
+    assert _sql(index, "SELECT * FROM pending") == set(), "the lexical index and the vectors are settled"
     assert "chunk:" in str(first) and "embed:" in str(first) and "write:" in str(first)
 
     # Nothing changed: nothing read, nothing embedded, the same records.

@@ -84,8 +84,9 @@ class ChromaVectors:
         """Number of records."""
         return self.store.count()
 
-    def _get(self, **kwargs: Any) -> Any:
-        """``collection.get``, retried on the server's transient "hnsw segment reader" error.
+    def _get(self, role: str, **kwargs: Any) -> Any:
+        """``get`` on the collection of a role's vectors, retried on the server's transient "hnsw segment reader"
+        error.
 
         NOTE: a Chroma server can answer a filtered ``get`` on a collection being written by other processes with
         ``InternalError: Error creating hnsw segment reader: Nothing found on disk`` (chroma-core/chroma#4212);
@@ -93,7 +94,7 @@ class ChromaVectors:
         """
         for attempt in range(_GET_RETRIES):
             try:
-                return self.store.collection.get(**kwargs)
+                return self.store.collection_of(role).get(**kwargs)
             except Exception as exc:  # noqa: BLE001 - chromadb.errors.InternalError, matched by message
                 if attempt == _GET_RETRIES - 1 or not any(t in str(exc) for t in _TRANSIENT):
                     raise
@@ -109,18 +110,23 @@ class ChromaVectors:
         out: dict[str, list[float]] = {}
         if not want or self.count() == 0:
             return out
-        for i in range(0, len(want), self.page):
-            try:
-                got = self._get(where={"embed_hash": {"$in": want[i : i + self.page]}},
-                                include=["embeddings", "metadatas"])
-            except Exception as exc:  # noqa: BLE001 - a miss only costs embedding
-                logger.warning("embedding cache lookup failed, embedding instead: %s: %s", type(exc).__name__, exc)
-                return out
-            embs = got.get("embeddings")
-            for j, meta in enumerate(got.get("metadatas") or []):
-                h = (meta or {}).get("embed_hash")
-                if h and h not in out and embs is not None and embs[j] is not None:
-                    out[h] = [float(x) for x in embs[j]]
+        # A leaf's view and a summary's never share a text, but the caller does not say which it asks for: both.
+        for role in ("leaf", "summary"):
+            for i in range(0, len(want), self.page):
+                part = [h for h in want[i : i + self.page] if h not in out]
+                if not part:
+                    continue
+                try:
+                    got = self._get(role, where={"embed_hash": {"$in": part}}, include=["embeddings", "metadatas"])
+                except Exception as exc:  # noqa: BLE001 - a miss only costs embedding
+                    logger.warning("embedding cache lookup failed, embedding instead: %s: %s", type(exc).__name__,
+                                   exc)
+                    return out
+                embs = got.get("embeddings")
+                for j, meta in enumerate(got.get("metadatas") or []):
+                    h = (meta or {}).get("embed_hash")
+                    if h and h not in out and embs is not None and embs[j] is not None:
+                        out[h] = [float(x) for x in embs[j]]
         return out
 
 

@@ -330,6 +330,10 @@ class IndexWriter:
                                   f"only {len(slot.rows)} of its rows arrived")
         self._inflight = {}
         self._flush()
+        if self._indexer is not None:
+            # The index batches its lexical commits (one per second of writing); the run's last groups are made
+            # searchable now, not by the next writer's replay.
+            self._indexer.commit_lexical()
 
     def remove(self, deleted: Sequence[str]) -> None:
         """Remove files from the index and their vectors from the vector store (``deleted``: stored paths)."""
