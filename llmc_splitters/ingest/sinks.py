@@ -101,32 +101,28 @@ class ChromaVectors:
                 time.sleep(0.2 * 2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def cached(self, hashes: Iterable[str]) -> dict[str, list[float]]:
-        """Vectors the collection holds for these cache keys (``embed_hash -> vector``).
+    def cached(self, hashes: Iterable[str], role: str) -> dict[str, list[float]]:
+        """Vectors the collection of ``role`` (``leaf`` or ``summary``) holds for these cache keys
+        (``embed_hash -> vector``).
 
         The cache only saves work: when a lookup fails, a warning is logged and the texts are embedded instead.
         """
         want = sorted(set(hashes))
         out: dict[str, list[float]] = {}
-        if not want or self.count() == 0:
+        if not want:
             return out
-        # A leaf's view and a summary's never share a text, but the caller does not say which it asks for: both.
-        for role in ("leaf", "summary"):
-            for i in range(0, len(want), self.page):
-                part = [h for h in want[i : i + self.page] if h not in out]
-                if not part:
-                    continue
-                try:
-                    got = self._get(role, where={"embed_hash": {"$in": part}}, include=["embeddings", "metadatas"])
-                except Exception as exc:  # noqa: BLE001 - a miss only costs embedding
-                    logger.warning("embedding cache lookup failed, embedding instead: %s: %s", type(exc).__name__,
-                                   exc)
-                    return out
-                embs = got.get("embeddings")
-                for j, meta in enumerate(got.get("metadatas") or []):
-                    h = (meta or {}).get("embed_hash")
-                    if h and h not in out and embs is not None and embs[j] is not None:
-                        out[h] = [float(x) for x in embs[j]]
+        for i in range(0, len(want), self.page):
+            try:
+                got = self._get(role, where={"embed_hash": {"$in": want[i : i + self.page]}},
+                                include=["embeddings", "metadatas"])
+            except Exception as exc:  # noqa: BLE001 - a miss only costs embedding
+                logger.warning("embedding cache lookup failed, embedding instead: %s: %s", type(exc).__name__, exc)
+                return out
+            embs = got.get("embeddings")
+            for j, meta in enumerate(got.get("metadatas") or []):
+                h = (meta or {}).get("embed_hash")
+                if h and h not in out and embs is not None and embs[j] is not None:
+                    out[h] = [float(x) for x in embs[j]]
         return out
 
 

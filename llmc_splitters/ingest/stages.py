@@ -80,12 +80,18 @@ class EmbedStage:
         self.dim: int | None = None
         self._conn: Any = None
 
-    def _cached(self, hashes: set[str]) -> dict[str, list[float]]:
-        if self.sink is None or self.sink.embeds_itself or not hashes:
+    def _cached(self, searched: list[dict[str, Any]]) -> dict[str, list[float]]:
+        """Vectors the sink already holds for these rows' views, asked of each role's collection."""
+        if self.sink is None or self.sink.embeds_itself or not searched:
             return {}
         if self._conn is None:
             self._conn = self.sink.connect(self.name)
-        return self._conn.cached(hashes)
+        out: dict[str, list[float]] = {}
+        for role in SEARCHED_ROLES:
+            hashes = {r["embed_hash"] for r in searched if r["role"] == role}
+            if hashes:
+                out.update(self._conn.cached(hashes, role))
+        return out
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
         from ..retrieval.spanstore import pack_vector
@@ -94,7 +100,7 @@ class EmbedStage:
         searched = [r for r in rows if r["role"] in SEARCHED_ROLES]
         for r in searched:
             view_row(r, self.view)
-        hits = self._cached({r["embed_hash"] for r in searched})
+        hits = self._cached(searched)
         todo: dict[str, str] = {}
         for r in searched:
             if r["embed_hash"] not in hits:
