@@ -181,8 +181,8 @@ def test_chunk_batch_columns_rows_out_differ_from_rows_in() -> None:
         assert all(isinstance(v, int if c in INT_COLUMNS else str) for v in col), f"{c}: plain str/int columns"
     status = [i for i in range(n) if out["role"][i] == "file"]
     assert len(status) == len(paths) and {out["status"][i] for i in status} == {"chunked"}
-    assert SPARK_SCHEMA.split(", ")[:6] == ["id string", "role string", "repository string", "path string",
-                                            "file string", "seq bigint"]
+    assert SPARK_SCHEMA.split(", ")[:7] == ["id string", "role string", "repository string", "path string",
+                                            "file string", "document string", "seq bigint"]
     expected = []
     for p in paths:
         expected += [r["id"] for r in chunk_file("r", p.name, p.read_bytes(), S).rows]
@@ -200,6 +200,22 @@ def test_columns_come_back_as_the_prepared_file_in_any_order_through_arrow() -> 
         if rows:
             with pytest.raises(LlmcError, match="rows arrived"):
                 prepared_file(status, rows[1:])
+
+
+def test_a_notebook_is_one_document_per_cell_and_round_trips() -> None:
+    pa = pytest.importorskip("pyarrow")
+    nb = DATA / "notebooks" / "tide-analysis.ipynb"
+    res = chunk_file("", "nb/tide.ipynb", nb.read_bytes(), S)
+    assert res.status == "chunked", res.reason
+    docs = {r["document"] for r in res.rows if r["role"] == "leaf"}
+    assert docs and all(d.startswith("nb/tide.ipynb#cell") for d in docs), docs
+    assert {r["file"] for r in res.rows} == {"nb/tide.ipynb"}
+    text = nb.read_text()
+    tree = CodeIndex(max_tokens=128).chunker.chunk_tree(text, path="nb/tide.ipynb")
+    serial = build_file("nb/tide.ipynb", text, tree, file_hash=sha(text), settings=res.prepared.write.marker.settings)
+    assert _layout(serial) == _layout(res.prepared), "the serial index's layout, bindings per cell included"
+    status, rows = _split(pa.table(rows_to_columns([res])).to_pydict())
+    assert _layout(prepared_file(status, rows[::-1])) == _layout(res.prepared)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

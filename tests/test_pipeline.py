@@ -33,6 +33,7 @@ SOURCES = {
     "web/events.js": DATA / "javascript" / "events.js",
     "docs/guide.md": DATA / "markdown" / "guide.md",
     "scripts/deploy.sh": DATA / "bash" / "deploy.sh",
+    "notebooks/tide.ipynb": DATA / "notebooks" / "tide-analysis.ipynb",
 }
 
 
@@ -117,7 +118,7 @@ def test_local_run_is_idempotent_and_incremental(repo: Path, tmp_path: Path) -> 
     first = _run(repo, state, index, model)
     expected = _expected(repo)
     assert _rows(index) == expected
-    assert (first.files_chunked, first.files_skipped, first.files_failed) == (5, 1, 0)
+    assert (first.files_chunked, first.files_skipped, first.files_failed) == (6, 1, 0)
     assert first.reasons == {"skipped: binary": 1}
     assert first.spans_written == len(expected)
     assert first.spans_embedded == len(set(model.calls)) > 0
@@ -133,7 +134,7 @@ def test_local_run_is_idempotent_and_incremental(repo: Path, tmp_path: Path) -> 
 
     # A full re-run over the populated index rewrites the same ids; every vector comes from the cache.
     full = _run(repo, state, index, model, full=True)
-    assert full.files_planned == 6 and full.spans_written == len(expected)
+    assert full.files_planned == 7 and full.spans_written == len(expected)
     assert full.spans_embedded == 0 and full.spans_cached > 0 and model.calls == []
     assert _rows(index) == expected and _vector_ids(index) == _searched(index)
 
@@ -152,8 +153,8 @@ def test_local_run_is_idempotent_and_incremental(repo: Path, tmp_path: Path) -> 
 
     # The index is a CodeIndex: the retriever searches it as it is.
     r = CodeRetriever(path=str(index), embedding=HashingEmbedding(64), max_tokens=128)
-    assert sorted(r.index.paths) == ["demo/docs/guide.md", "demo/pkg/decoder.py", "demo/pkg/textwrap.py",
-                                     "demo/scripts/deploy.sh"]
+    assert sorted(r.index.paths) == ["demo/docs/guide.md", "demo/notebooks/tide.ipynb", "demo/pkg/decoder.py",
+                                     "demo/pkg/textwrap.py", "demo/scripts/deploy.sh"]
     hit = r.search("dedent common leading whitespace", k=1).hits[0].span
     assert (hit.path, hit.name) == ("demo/pkg/textwrap.py", "dedent")
     assert "# edited" in r.get_symbol("dedent")[0].text

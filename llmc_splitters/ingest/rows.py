@@ -18,11 +18,12 @@ Everything here is a pure, picklable, module-level function of its arguments, so
   the :class:`~llmc_splitters.retrieval.records.PreparedFile` that the index writes in one transaction.
 
 A span row holds one row of the span store (``id``, ``role`` ``leaf``/``parent``/``summary``, ``file``: the path the
-index stores, the span's fields, ``metadata`` as JSON; a parent's ``text`` is empty, since the store rebuilds it
-from the leaves), plus ``terms`` (a searched row's lexical terms, computed here, once) and two columns that the embed
+index stores, ``document``: the span's own path, the file's or a notebook cell's ``nb.ipynb#cell3``, the span's
+fields, ``metadata`` as JSON; a parent's ``text`` is empty, since the store rebuilds it from the leaves), plus
+``terms`` (a searched row's lexical terms, computed here, once) and two columns that the embed
 stage fills: ``embed_text`` (the view the model embeds) and ``embed_hash`` (its cache key). A file's status row
-carries its completion marker (content hash, settings, how many span rows make it whole) and its import bindings
-in ``metadata``.
+carries its completion marker (content hash, settings, how many span rows make it whole) and the import bindings
+of each of its documents in ``metadata``.
 
 Ids are the chunker's own (:func:`~llmc_splitters.chunking.span.span_id` of the stored path, the byte range and the
 text), so the same file ingested twice, by any engine, on any machine, gives the same ids, and re-ingestion is a
@@ -83,7 +84,8 @@ SEARCHED_ROLES = frozenset({"leaf", "summary"})
 """Roles whose rows are embedded and searched; ``parent`` rows are looked up by id and byte range only."""
 
 BATCH_COLUMNS = (
-    "id", "role", "repository", "path", "file", "seq", "blob_sha", "file_version", "language", "kind", "name",
+    "id", "role", "repository", "path", "file", "document", "seq", "blob_sha", "file_version", "language", "kind",
+    "name",
     "text", "start_byte", "end_byte", "start_char", "end_char", "start_line", "end_line", "parent_id",
     "token_count", "metadata", "terms", "embed_text", "embed_hash", "status", "reason",
 )
@@ -334,7 +336,8 @@ def _span_rows(res: FileRows, prepared: PreparedFile) -> list[dict[str, Any]]:
         s = r.span
         vtext, eh = views.get(seq, ("", r.embed_hash or ""))
         out.append({
-            "id": s.id, "role": r.role, "repository": res.repository, "path": res.path, "file": r.file, "seq": seq,
+            "id": s.id, "role": r.role, "repository": res.repository, "path": res.path, "file": r.file,
+            "document": s.path or r.file, "seq": seq,
             "blob_sha": res.blob_sha, "file_version": res.file_version, "language": s.language, "kind": s.kind,
             "name": s.name or "", "text": "" if r.role == "parent" else s.text,
             "start_byte": s.start_byte, "end_byte": s.end_byte, "start_char": s.start_char, "end_char": s.end_char,
@@ -355,7 +358,7 @@ def _status_row(res: FileRows) -> dict[str, Any]:
                   "bindings": res.prepared.write.bindings}
         row["language"] = m.language
     row.update(id=f"file:{res.file_version}", role="file", repository=res.repository, path=res.path, file=res.file,
-               seq=-1, blob_sha=res.blob_sha, file_version=res.file_version, metadata=marker, status=res.status,
+               document=res.file, seq=-1, blob_sha=res.blob_sha, file_version=res.file_version, metadata=marker, status=res.status,
                reason=res.reason)
     return row
 
@@ -394,7 +397,7 @@ def row_span(row: Mapping[str, Any]) -> Span:
     from ..chunking.span import Span
 
     r = {c: _value(row[c]) for c in BATCH_COLUMNS}
-    return Span(str(r["id"]), str(r["file"]), str(r["language"]), str(r["kind"]), str(r["name"]) or None,
+    return Span(str(r["id"]), str(r["document"]), str(r["language"]), str(r["kind"]), str(r["name"]) or None,
                 str(r["text"]), int(r["start_byte"]), int(r["end_byte"]), int(r["start_char"]), int(r["end_char"]),
                 int(r["start_line"]), int(r["end_line"]), str(r["parent_id"]) or None, int(r["token_count"]),
                 _meta(r["metadata"]))
@@ -439,7 +442,7 @@ def prepared_file(status: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) 
     out = PreparedFile(file, FileWrite(FileMarker(file, str(marker["hash"]), str(marker["settings"]),
                                                   str(_value(status["language"])), None, None,
                                                   int(marker["n_spans"]), int(marker["n_leaves"]), time.time()),
-                                       [], list(marker["bindings"])))
+                                       [], marker["bindings"]))
     for r in ordered:
         span = row_span(r)
         role = str(_value(r["role"]))
