@@ -29,7 +29,8 @@ from ..chunking.span import Span, SpanTree
 from .lexical_index import LexDoc, lexical_text
 from .spanstore import FileMarker, FileWrite, SpanRow
 
-__all__ = ["FileSummaryInput", "PreparedFile", "build_file", "derived_id", "embed_source", "leaf_view", "sha"]
+__all__ = ["FileSummaryInput", "PreparedFile", "build_file", "derived_id", "embed_source", "embedding_view",
+           "leaf_view", "sha"]
 
 _NS = uuid.UUID("1d6c7c1e-5f0a-4c55-8a59-4b1f3f0e9a21")
 
@@ -289,6 +290,28 @@ View = Callable[[str, dict[str, Any]], tuple[str, str]]
 how in ``metadata`` (see ``CodeIndex``)."""
 
 
+def embedding_view(embedding: Any, name: str) -> View:
+    """The :data:`View` of an index whose vectors come from ``embedding``, filed under ``name``.
+
+    The text is cut to the model's input limit (:func:`~llmc_splitters.retrieval.embeddings.bounded_view`); how is
+    recorded in the row's metadata (``embedded_view``, ``embedded_tokens``, ``embedding_limit``), and the cache key
+    is the hash of the name and the bounded text. Every engine that embeds a row (the serial index, the process-pool
+    and the Ray ingestion) must make its view this way, so that the same text gets the same view and the same key.
+    """
+    from .embeddings import bounded_view
+
+    def view(text: str, meta: dict[str, Any]) -> tuple[str, str]:
+        v = bounded_view(text, embedding)
+        meta["embedded_view"] = "truncated" if v.truncated else "full"
+        if v.tokens is not None:
+            meta["embedded_tokens"] = v.tokens
+        if v.limit is not None:
+            meta["embedding_limit"] = v.limit
+        return v.text, sha(f"{name}\x00{v.text}")
+
+    return view
+
+
 def build_file(
     path: str,
     text: str,
@@ -299,6 +322,7 @@ def build_file(
     stat: tuple[int, int] | None = None,
     summarizer: Callable[[FileSummaryInput], str] | None = None,
     view: View | None = None,
+    summaries: bool = True,
 ) -> PreparedFile:
     """Lay out one chunked file for the span store, the lexical index and the vector store.
 
@@ -311,6 +335,8 @@ def build_file(
         stat: ``(size, mtime_ns)`` of the file on disk, for stat-first change detection.
         summarizer: Optional hook whose text is added to the file summary.
         view: Makes the embedded view of a searched row (``None``: lexical only, nothing embedded).
+        summaries: Also lay out the file and class summaries (``False``: leaves and parents only, so multi-stage
+            search has nothing to zoom into in this file).
 
     Returns:
         A :class:`PreparedFile`.
@@ -355,27 +381,30 @@ def build_file(
         for span in doc_tree.leaves:
             sp = dataclasses.replace(with_meta(span, info.per_span.get(span.id, {})), path=doc_path)
             searched(sp, "leaf", embed_source(sp, "leaf"))
-    # File summary (of all its documents).
-    summary = file_summary(path, tree, _merged(infos))
-    if summarizer is not None:
-        info = _merged(infos)
-        extra_text = summarizer(FileSummaryInput(path, root.language, text, info.docstring, tuple(info.top_symbols)))
-        if extra_text:
-            summary = f"{summary}\nSummary: {extra_text.strip()}\n"
-    searched(_summary_span(derived_id("file", path), dataclasses.replace(root, path=path), "file", None, summary),
-             "summary", summary)
-    # Class summaries: one per split class (a class that fits is a leaf and is searched as such).
-    for doc_tree, info in infos:
-        leaf_ids = {s.id for s in doc_tree.leaves}
-        for span in doc_tree.spans:
-            if span.id in leaf_ids or span.kind not in CLASS_KINDS:
-                continue
-            sk = info.per_span.get(span.id, {}).get("skeleton") or span.metadata.get("skeleton")
-            if not sk:
-                continue
-            doc = f"{path}: {span.name or span.kind}\n{sk}"
-            target = dataclasses.replace(span, path=doc_tree.root.path or path)
-            searched(_summary_span(derived_id("class", span.id), target, "class", span.name, doc), "summary", doc)
+    if summaries:
+        # File summary (of all its documents).
+        summary = file_summary(path, tree, _merged(infos))
+        if summarizer is not None:
+            info = _merged(infos)
+            extra_text = summarizer(FileSummaryInput(path, root.language, text, info.docstring,
+                                                     tuple(info.top_symbols)))
+            if extra_text:
+                summary = f"{summary}\nSummary: {extra_text.strip()}\n"
+        searched(_summary_span(derived_id("file", path), dataclasses.replace(root, path=path), "file", None,
+                               summary), "summary", summary)
+        # Class summaries: one per split class (a class that fits is a leaf and is searched as such).
+        for doc_tree, info in infos:
+            leaf_ids = {s.id for s in doc_tree.leaves}
+            for span in doc_tree.spans:
+                if span.id in leaf_ids or span.kind not in CLASS_KINDS:
+                    continue
+                sk = info.per_span.get(span.id, {}).get("skeleton") or span.metadata.get("skeleton")
+                if not sk:
+                    continue
+                doc = f"{path}: {span.name or span.kind}\n{sk}"
+                target = dataclasses.replace(span, path=doc_tree.root.path or path)
+                searched(_summary_span(derived_id("class", span.id), target, "class", span.name, doc), "summary",
+                         doc)
     m = prepared.write.marker
     n_leaves = sum(r.role == "leaf" for r in rows)
     size, mtime_ns = stat if stat is not None else (None, None)
