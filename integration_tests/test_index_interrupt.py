@@ -275,11 +275,13 @@ def _last_progress(progress: pathlib.Path) -> dict | None:
 
 
 def _texts(tree: pathlib.Path) -> dict[str, str]:
-    """What the index must hold: every .py file's decoded text (the binary file excluded)."""
+    """What the index must hold: every .py file's and extensionless #! script's decoded text (the binary file
+    excluded), as ``index_directory`` selects them."""
     from llmc_splitters.chunking.inputs import binary_reason, decode
+    from llmc_splitters.retrieval.index import _script
 
     out = {}
-    for p in sorted(tree.rglob("*.py")):
+    for p in sorted(q for q in tree.rglob("*") if q.is_file() and (q.suffix == ".py" or "." not in q.name and _script(q))):
         data = p.read_bytes()
         if binary_reason(data):
             continue

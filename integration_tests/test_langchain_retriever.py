@@ -65,7 +65,11 @@ def assert_cited_exactly(docs: list[Document], files: dict[str, str]) -> None:
             if note == "truncated" and path == source and start == d.metadata["start_line"]:
                 found_hit = d.metadata["truncated"]  # the head of a hit too big for its share
         hit_lines = "".join(lines[d.metadata["start_line"] - 1 : d.metadata["end_line"]])
+        # start_line/end_line locate what is shown of the hit: the hit, or (zoomed) the part of it that fit.
         assert found_hit, f"the hit {source}:{d.metadata['start_line']} is not in its own document"
+        if d.metadata.get("zoomed"):
+            assert d.metadata["hit_start_line"] <= d.metadata["start_line"] <= d.metadata["end_line"] <= \
+                d.metadata["hit_end_line"]
         assert hit_lines.strip()
 
 

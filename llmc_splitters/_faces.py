@@ -348,3 +348,13 @@ def core_retriever(code_retriever: Any, *, embedding: Any, embedding_name: str, 
         path=path, host=host, port=port, client=client, collection=collection_name, embedding=embedding,
         max_tokens=max_tokens, tokenizer=tokenizer, k=k, max_context_tokens=max_context_tokens,
     )
+
+
+def cite_core(meta: dict[str, Any], hit: Any, exp: Any) -> None:
+    """Point a framework document's ``start_line``/``end_line`` at what it shows of its hit: the hit, or the part of
+    it that fit (then ``zoomed`` is set and ``hit_start_line``/``hit_end_line`` keep the whole hit's lines)."""
+    core = next((c for c in exp.cores if c[0] == 0), None)
+    if core is None or not core[3]:
+        return
+    meta.update(zoomed=True, hit_start_line=meta.get("start_line"), hit_end_line=meta.get("end_line"),
+                start_line=core[1], end_line=core[2])

@@ -168,12 +168,12 @@ def test_identity_of_any_object_and_mismatch() -> None:
 def test_a_factory_embedding_indexes_queries_and_reopens_from_its_recorded_name(factories: str, tmp_path: Path
                                                                                  ) -> None:
     pytest.importorskip("chromadb")
-    pytest.importorskip("bm25s")
+    pytest.importorskip("tantivy")
     pytest.importorskip("langchain_core")
     import inspect
     import json.decoder
 
-    from llmc_splitters.retrieval import ChromaStore, CodeRetriever
+    from llmc_splitters.retrieval import CodeIndex, CodeRetriever
 
     spec = f"{factories}:langchain_fake"
     db = tmp_path / "db"
@@ -182,7 +182,7 @@ def test_a_factory_embedding_indexes_queries_and_reopens_from_its_recorded_name(
     assert report.embedded > 0
     assert r.retrieve("raw_decode a JSON document", max_context_tokens=600).hits
     # What the index recorded is enough to rebuild the same embedding (the CLI's query and re-index do this).
-    recorded = ChromaStore(path=db).client.get_collection("llmc_spans").metadata["llmc_embedding"]
+    recorded = CodeIndex.recorded(db)["embedding"]
     assert recorded == spec
     again = CodeRetriever(path=db, embedding=resolve_embedding(recorded), max_tokens=256, k=2)
     assert again.index_texts({"json/decoder.py": inspect.getsource(json.decoder)}).unchanged == ["json/decoder.py"]

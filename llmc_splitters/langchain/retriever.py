@@ -12,6 +12,7 @@ from typing import Any
 
 from .._faces import (
     check_positive,
+    cite_core,
     core_retriever,
     index_directory,
     relative_paths,
@@ -264,4 +265,5 @@ def _document(hit: Hit, exp: Expansion, confidence: float) -> Document:
         truncated=any(p.truncated for p in exp.pieces),
         context_lines=[f"{p.path}:{p.start_line}-{p.end_line}" for p in exp.pieces],
     )
+    cite_core(meta, hit, exp)
     return Document(id=span.id, page_content=exp.context, metadata=meta)

@@ -12,6 +12,7 @@ from typing import Any, List, Optional
 
 from .._faces import (
     check_positive,
+    cite_core,
     core_retriever,
     index_directory,
     relative_paths,
@@ -253,6 +254,7 @@ class CodeParentRetriever(BaseRetriever):
             truncated=any(p.truncated for p in exp.pieces),
             context_lines=[f"{p.path}:{p.start_line}-{p.end_line}" for p in exp.pieces],
         )
+        cite_core(meta, hit, exp)
         relationships = {}
         source = self._sources.get(span.path or "")
         if source is not None:

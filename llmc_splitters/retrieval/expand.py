@@ -174,12 +174,15 @@ class Expansion:
         context: The rendered context string (markers + texts).
         token_count: Tokens in ``context`` (always ``<= max_context_tokens``).
         dropped: Candidates that did not fit, as ``(rank, kind)``.
+        cores: What each hit that got in is shown as, ``(rank, start_line, end_line, zoomed)``: the hit's own lines,
+            or, ``zoomed``, the lines of the part of it that fit (for a truncated hit, the lines of its head).
     """
 
     pieces: tuple[Piece, ...]
     context: str
     token_count: int
     dropped: tuple[tuple[int, str], ...] = field(default=())
+    cores: tuple[tuple[int, int, int, bool], ...] = field(default=())
 
 
 @dataclass(slots=True)
@@ -496,4 +499,11 @@ def expand(
                 if not consider(_Cand(rank, h.score, "scope", sc.snippet)):
                     break
     pieces, context = _render(chosen, marker)
-    return Expansion(tuple(pieces), context, count(context) if context else 0, tuple(dropped))
+    cores = []
+    for c in chosen:
+        if c.kind == "hit" and c.snippet is not None:
+            whole = hits[c.rank].hit
+            zoomed = (c.snippet.start_byte, c.snippet.end_byte) != (whole.start_byte, whole.end_byte)
+            cores.append((c.rank, c.snippet.start_line, c.snippet.end_line, zoomed))
+    cores.sort()
+    return Expansion(tuple(pieces), context, count(context) if context else 0, tuple(dropped), tuple(cores))

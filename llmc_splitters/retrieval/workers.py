@@ -77,6 +77,16 @@ def _worker_init(payload: bytes, parent_pid: int) -> None:
     threading.Thread(target=watch, name="llmc-parent-watch", daemon=True).start()
 
 
+def _discard(pool: ProcessPoolExecutor) -> None:
+    """Shut a broken pool down. Its surviving workers are killed first: on Python 3.11 a broken pool waits for them
+    at shutdown and at interpreter exit, and they wait for work that never comes."""
+    workers = getattr(pool, "_processes", None) or {}
+    for proc in list(workers.values()):
+        if proc.is_alive():
+            proc.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _worker_chunk(path: str, text: str) -> tuple[str, Any]:
     return _chunk_rows(_worker_chunker, path, text)
 
@@ -128,7 +138,7 @@ def chunk_in_processes(
             try:
                 status, value = fut.result()
             except BrokenProcessPool as exc:
-                pool.shutdown(wait=True, cancel_futures=True)
+                _discard(pool)
                 pool = new_pool()
                 if alone:
                     yield path, text, f"could not chunk {path}: the chunking process died ({exc})"
