@@ -1,0 +1,601 @@
+"""What the MCP tools do, with no MCP in it: budgeted search, exact slices, status and re-indexing of one index.
+
+:class:`CodeService` is the server's core; :mod:`llmc_splitters.mcp.server` only maps tool calls onto it. Each
+method returns a :class:`Reply` (the text an agent reads, and the same facts as data) or raises
+:class:`~llmc_splitters.errors.RequestError` with one sentence that says what to send instead. The rules it keeps:
+
+* **Budgets.** A ``search_code`` reply (its text *and* its data, as compact JSON) is at most ``max_tokens`` tokens
+  of the index's tokenizer: the hits' context gets what the listing leaves, and the whole is counted again before
+  it goes out. A request over the hard cap is clamped, and the reply says so. ``get_symbol``/``get_lines`` replies
+  are held to the server's default budget: a longer slice is cut at a line, and the reply names the
+  ``get_lines`` call that continues it.
+* **Nothing outside the index.** Text comes from the index (the file records hold each file whole), never from
+  disk; paths are relative to the indexed root (:mod:`llmc_splitters.mcp.paths`); every message is scrubbed of
+  the server's absolute paths.
+* **Fresh.** Reads go through :meth:`Refresher.before_request` in refresh mode; in watch mode a reply says when
+  changes are still waiting to be indexed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._faces import known_language, language_name
+from ..errors import LlmcError, RequestError
+from ..ingest.walk import WalkOptions
+from .fresh import RefreshReport, Refresher
+from .locks import ReadWriteLock
+from .paths import inside_root, relative_path, scrub
+
+__all__ = ["CodeService", "Reply", "ServiceSettings"]
+
+log = logging.getLogger(__name__)
+
+_MAX_QUERY_CHARS = 4000
+_MAX_LIST = 50  # paths listed in a reply (index_status, reindex); the counts are always complete
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """Budgets and defaults of one server.
+
+    Attributes:
+        max_tokens: Default reply budget (``search_code`` without ``max_tokens``; every ``get_*`` reply).
+        hard_cap: Largest reply budget a request may ask for; larger ones are clamped.
+        k: Default number of hits.
+        max_k: Largest ``k`` a request may ask for.
+    """
+
+    max_tokens: int = 8000
+    hard_cap: int = 25000
+    k: int = 4
+    max_k: int = 50
+
+    def __post_init__(self) -> None:
+        if not 0 < self.max_tokens <= self.hard_cap:
+            msg = f"max_tokens must be in 1..hard_cap ({self.hard_cap}), got {self.max_tokens}"
+            raise ValueError(msg)
+        if not 0 < self.k <= self.max_k:
+            msg = f"k must be in 1..{self.max_k}, got {self.k}"
+            raise ValueError(msg)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One tool's answer: ``text`` for the agent to read, ``data`` for a program (both within budget)."""
+
+    text: str
+    data: dict[str, Any]
+
+
+def compact_json(data: Any) -> str:
+    """The JSON form a reply's data is counted in (what the transport sends: no spaces)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+class CodeService:
+    """The five tools over one index, with freshness and path rules (see the module docstring).
+
+    Args:
+        open_retriever: Opens the index: returns a :class:`~llmc_splitters.retrieval.CodeRetriever` or raises
+            :class:`~llmc_splitters.errors.LlmcError` with a message for the agent (no index there, Chroma
+            unreachable). Called again on the next request until it succeeds.
+        root: The indexed source tree, or ``None`` when the server only reads an index (no re-indexing).
+        walk_options: The policy that selects the tree's files (default: the ``index`` command's).
+        settings: Budgets and defaults.
+        freshness: ``watch`` (a file watcher), ``refresh`` (a scan before each request) or ``off``.
+        debounce: Watch mode: seconds of quiet before changed files are indexed.
+        location: How replies name the index (never an absolute path).
+        hide: Absolute paths to replace in every message (path -> stand-in); ``root`` is always hidden.
+        on_refreshed: Called after each refresh that changed the index.
+
+    Example:
+        >>> from llmc_splitters.retrieval import CodeRetriever
+        >>> r = CodeRetriever(k=2)
+        >>> _ = r.index_texts({"m.py": "import os\\n\\ndef home():\\n    return os.environ['HOME']\\n"})
+        >>> service = CodeService(lambda: r, freshness="off")
+        >>> reply = service.search_code("home directory", max_tokens=300)
+        >>> print(reply.text.splitlines()[1])
+        1. m.py:3-4 home (function) score 0.0164
+        >>> reply.data["hits"][0]["symbol"]
+        'home'
+    """
+
+    def __init__(
+        self,
+        open_retriever: Callable[[], Any],
+        *,
+        root: str | Path | None = None,
+        walk_options: WalkOptions | None = None,
+        settings: ServiceSettings | None = None,
+        freshness: str = "watch",
+        debounce: float = 0.5,
+        location: str = "the index",
+        hide: dict[str, str] | None = None,
+        on_refreshed: Callable[[RefreshReport], None] | None = None,
+    ) -> None:
+        if freshness not in ("watch", "refresh", "off"):
+            msg = f"freshness must be 'watch', 'refresh' or 'off', got {freshness!r}"
+            raise ValueError(msg)
+        self._open = open_retriever
+        self._opened: Any = None
+        self._open_lock = threading.Lock()
+        self.root = Path(root).resolve() if root is not None else None
+        self.settings = settings or ServiceSettings()
+        self.location = location
+        self.lock = ReadWriteLock()
+        self.freshness = freshness if self.root is not None else "off"
+        self.debounce = debounce
+        self._hide = dict(hide or {})
+        if self.root is not None:
+            self._hide.setdefault(str(self.root), "<root>")
+        self._hide.setdefault(str(Path.home()), "~")
+        self.refresher: Refresher | None = None
+        if self.root is not None:
+            self.refresher = Refresher(self._retriever, self.root, walk_options or WalkOptions(), self.lock,
+                                       on_refreshed=on_refreshed)
+        self.watch_error: str | None = None
+
+    # ------------------------------------------------------------------------------------------------ life
+
+    def start(self) -> None:
+        """Catch up with the tree in the background and start watching it (watch mode)."""
+        if self.refresher is None or self.freshness == "off":
+            return
+        if self.freshness == "watch":
+            try:
+                self.refresher.watch(self.debounce)
+            except (LlmcError, OSError) as exc:
+                # No watcher (watchdog missing, inotify limit): fall back to a scan before each request.
+                self.watch_error = self.scrub(f"{type(exc).__name__}: {exc}")
+                log.warning("cannot watch the tree (%s); checking it before each request instead", self.watch_error)
+                self.freshness = "refresh"
+        self.refresher.start_background_catch_up()
+
+    def stop(self) -> None:
+        """Stop watching."""
+        if self.refresher is not None:
+            self.refresher.stop()
+
+    def scrub(self, text: str) -> str:
+        """``text`` without the server's absolute paths."""
+        return scrub(text, self._hide)
+
+    def _retriever(self) -> Any:
+        if self._opened is not None:
+            return self._opened
+        with self._open_lock:
+            if self._opened is None:
+                try:
+                    self._opened = self._open()
+                except LlmcError as exc:
+                    raise RequestError(self.scrub(str(exc))) from exc
+            return self._opened
+
+    def _count(self, text: str) -> int:
+        return int(self._retriever().tokenizer.count(text))
+
+    def _fresh_note(self) -> str | None:
+        """Refresh mode: scan first. Watch mode: say whether changes are still queued."""
+        r = self.refresher
+        if r is None or self.freshness == "off":
+            return None
+        if self.freshness == "refresh":
+            return r.before_request()
+        if not r.caught_up:
+            return "the index is still catching up with the tree: results may miss recent edits"
+        if r.pending:
+            return f"{r.pending} changed paths are waiting to be indexed: results may miss them"
+        if r.running:
+            return "a refresh is running: results may miss the latest edits"
+        return None
+
+    # ------------------------------------------------------------------------------------------- arguments
+
+    def _budget(self, max_tokens: Any) -> tuple[int, str | None]:
+        if max_tokens is None:
+            return self.settings.max_tokens, None
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            msg = f"max_tokens must be a positive number of tokens, got {max_tokens!r}; omit it for the default " \
+                  f"({self.settings.max_tokens})"
+            raise RequestError(msg)
+        if max_tokens > self.settings.hard_cap:
+            return self.settings.hard_cap, (f"max_tokens {max_tokens} was clamped to this server's hard cap, "
+                                            f"{self.settings.hard_cap}")
+        return max_tokens, None
+
+    def _k(self, k: Any) -> int:
+        if k is None:
+            return self.settings.k
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.settings.max_k:
+            msg = f"k must be a number of hits from 1 to {self.settings.max_k}, got {k!r}"
+            raise RequestError(msg)
+        return k
+
+    def _file(self, retriever: Any, path: Any) -> str:
+        rel = relative_path(path)
+        if rel not in set(retriever.index.paths):
+            raise RequestError(self._unknown_file(retriever, rel))
+        return rel
+
+    def _unknown_file(self, retriever: Any, rel: str) -> str:
+        import difflib
+
+        paths = retriever.index.paths
+        near = difflib.get_close_matches(rel, paths, n=3, cutoff=0.5)
+        if not near:
+            tail = rel.rsplit("/", 1)[-1]
+            near = [p for p in paths if p.rsplit("/", 1)[-1] == tail][:3]
+        hint = f"; did you mean {', '.join(repr(p) for p in near)}?" if near else \
+            "; use a path as search_code reports it (relative to the indexed root)"
+        return f"{rel!r} is not in the index{hint}"
+
+    # --------------------------------------------------------------------------------------------- search
+
+    def search_code(
+        self,
+        query: Any,
+        max_tokens: Any = None,
+        k: Any = None,
+        path: Any = None,
+        language: Any = None,
+    ) -> Reply:
+        """Budgeted search: hits with their scope or class skeleton and used imports, within ``max_tokens``.
+
+        Args:
+            query: Words, identifiers, code or an error message.
+            max_tokens: Reply budget (default and hard cap: :class:`ServiceSettings`).
+            k: Hits to expand.
+            path: Only files under this path (a file or directory, relative to the root).
+            language: Only files in this language (``python``, ``typescript``, ...).
+
+        Raises:
+            RequestError: A bad argument, or an index that cannot be opened.
+        """
+        if not isinstance(query, str) or not query.strip():
+            msg = "query is empty; describe what you are looking for, or give an identifier or a line of code"
+            raise RequestError(msg)
+        if len(query) > _MAX_QUERY_CHARS:
+            msg = f"query has {len(query)} characters; keep it under {_MAX_QUERY_CHARS} (the key words or lines)"
+            raise RequestError(msg)
+        budget, clamp_note = self._budget(max_tokens)
+        k = self._k(k)
+        prefix = relative_path(path, what="path", allow_root=True) if path is not None else ""
+        lang = None
+        if language is not None:
+            lang = language_name(language)
+            if lang is None or not known_language(lang):
+                msg = f"language {language!r} is not one the index knows; use a name such as 'python', " \
+                      "'javascript', 'typescript' or 'bash', or omit it"
+                raise RequestError(msg)
+        retriever = self._retriever()
+        fresh_note = self._fresh_note()
+        notes = [n for n in (clamp_note, fresh_note) if n]
+        with self.lock.read():
+            if prefix and not any(_under(p, prefix) for p in retriever.index.paths):
+                msg = f"no indexed file is under {prefix!r}; give a directory or file as search_code reports " \
+                      "paths, or omit path"
+                raise RequestError(msg)
+            hits, confidence = filtered_search(retriever, query, k, prefix or None, lang)
+            contexts = [retriever.index.hit_context(h.span, h.score) for h in hits]
+            return self._fit(retriever, hits, contexts, confidence, budget, notes, clamped=clamp_note is not None)
+
+    def _fit(self, retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], confidence: float, budget: int,
+             notes: list[str], *, clamped: bool) -> Reply:
+        """The reply with the largest context that keeps text + data within ``budget`` (counted, not estimated)."""
+        from ..retrieval.expand import expand
+
+        count = retriever.tokenizer.count
+
+        def render(exp: Any, listed: int) -> tuple[Reply, int]:
+            shown = [exp is not None and (i, "hit") not in exp.dropped for i in range(listed)]
+            reply = _search_reply(hits[:listed], shown, exp, confidence, budget, notes, clamped)
+            return reply, count(reply.text) + count(compact_json(reply.data))
+
+        # The listing alone (no context); with fewer hits listed if even that is over budget.
+        listed = len(hits)
+        bare, overhead = render(None, listed)
+        while overhead > budget and listed > 1:
+            listed -= 1
+            bare, overhead = render(None, listed)
+        if overhead > budget:
+            msg = f"max_tokens {budget} is too small for a reply with even one hit; use at least {overhead + 100}"
+            raise RequestError(msg)
+        room = budget - overhead
+        best = bare
+        for _ in range(4):
+            if room <= 0 or listed == 0:
+                break
+            exp = expand(contexts[:listed], room, count, cut=retriever.tokenizer.cut, marker=retriever.marker)
+            reply, total = render(exp, listed)
+            if total <= budget:
+                best = reply
+                break
+            # Token counts of joined texts are not additive: take the overshoot off and try again.
+            room -= total - budget + 8
+        return best
+
+    # ----------------------------------------------------------------------------------------------- slices
+
+    def get_symbol(self, name: Any, path: Any = None) -> Reply:
+        """The exact source of a symbol (``Class.method``), from the index; cut at a line to fit the budget.
+
+        Raises:
+            RequestError: No such symbol, a bad path, or an index that cannot be opened.
+        """
+        if not isinstance(name, str) or not name.strip():
+            msg = "name is empty; give a function, class or method name, qualified like 'Class.method'"
+            raise RequestError(msg)
+        name = name.strip()
+        retriever = self._retriever()
+        notes = [n for n in (self._fresh_note(),) if n]
+        with self.lock.read():
+            rel = self._file(retriever, path) if path is not None else None
+            snippets = retriever.get_symbol(name, rel)
+            if not snippets:
+                where = f" in {rel!r}" if rel else ""
+                msg = f"no symbol named {name!r}{where}; give the qualified name as search_code reports it " \
+                      "(for example 'Class.method'), or find it with search_code"
+                raise RequestError(msg)
+            return self._slices(retriever, snippets, notes, {"name": name})
+
+    def get_lines(self, path: Any, start: Any, end: Any = None) -> Reply:
+        """Lines ``start..end`` (1-based, inclusive) of an indexed file, from the index; ``end`` defaults to the
+        end of the file. Cut at a line to fit the budget.
+
+        Raises:
+            RequestError: A bad path or range, or an index that cannot be opened.
+        """
+        for arg, v in (("start", start), ("end", end)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                msg = f"{arg} must be a line number (1 is the first line), got {v!r}"
+                raise RequestError(msg)
+        if start is None:
+            raise RequestError("start is missing; give the first line to read (1 is the first line)")
+        if end is not None and end < start:
+            raise RequestError(f"end ({end}) is before start ({start}); give end >= start, or omit end")
+        retriever = self._retriever()
+        notes = [n for n in (self._fresh_note(),) if n]
+        with self.lock.read():
+            rel = self._file(retriever, path)
+            n_lines = _line_count(retriever, rel)
+            if start > n_lines:
+                raise RequestError(f"{rel!r} has {n_lines} lines; start must be at most {n_lines}")
+            if end is None or end > n_lines:
+                end = n_lines
+            snippet = retriever.get_lines(rel, start, end)
+            return self._slices(retriever, [snippet], notes, {"path": rel, "lines_in_file": n_lines})
+
+    def _slices(self, retriever: Any, snippets: Sequence[Any], notes: list[str], head: dict[str, Any]) -> Reply:
+        """Snippets under markers, whole while they fit, the first that does not cut at a line, the rest listed."""
+        from ..retrieval.expand import render_marker
+
+        budget = self.settings.max_tokens
+        count = retriever.tokenizer.count
+        parts: list[str] = []
+        entries: list[dict[str, Any]] = []
+        out_notes = list(notes)
+
+        def reply() -> Reply:
+            data = {**head, "slices": entries, "notes": out_notes, "max_tokens": budget}
+            text = "\n".join([*(f"note: {n}" for n in out_notes), *parts])
+            return Reply(text, data)
+
+        def total(r: Reply) -> int:
+            return count(r.text) + count(compact_json(r.data))
+
+        for sn in snippets:
+            entry = {"path": sn.path, "start_line": sn.start_line, "end_line": sn.end_line, "shown_to": sn.end_line}
+            entries.append(entry)
+            marker = render_marker(retriever.marker, sn.path, sn.start_line, sn.end_line)
+            parts.append(f"{marker}\n{sn.text}")
+            if total(reply()) <= budget:
+                continue
+            parts.pop()
+            lines = sn.text.splitlines(keepends=True)
+            lo, hi = 0, len(lines) - 1  # the most lines that fit, by bisection over whole lines
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                entry["shown_to"] = sn.start_line + mid - 1
+                parts.append(f"{render_marker(retriever.marker, sn.path, sn.start_line, entry['shown_to'])}\n"
+                             + "".join(lines[:mid]))
+                out_notes.append(_cut_note(sn, entry["shown_to"]))
+                fits = total(reply()) <= budget
+                parts.pop()
+                out_notes.pop()
+                lo, hi = (mid, hi) if fits else (lo, mid - 1)
+            if lo:
+                entry["shown_to"] = sn.start_line + lo - 1
+                parts.append(f"{render_marker(retriever.marker, sn.path, sn.start_line, entry['shown_to'])}\n"
+                             + "".join(lines[:lo]))
+                out_notes.append(_cut_note(sn, entry["shown_to"]))
+            else:
+                entry["shown_to"] = None
+                out_notes.append(f"{sn.path}:{sn.start_line}-{sn.end_line} did not fit; read it with "
+                                 f"get_lines({sn.path!r}, {sn.start_line}, {sn.end_line})")
+            for later in snippets[len(entries):]:
+                entries.append({"path": later.path, "start_line": later.start_line, "end_line": later.end_line,
+                                "shown_to": None})
+            if len(entries) > len(parts) and len(snippets) > 1:
+                out_notes.append("more matches are listed in slices without their text; read them with get_lines")
+            while total(reply()) > budget and out_notes:
+                out_notes.pop()  # notes are the last thing to give up: the listing and the text stay exact
+            break
+        return reply()
+
+    # ----------------------------------------------------------------------------------------------- status
+
+    def index_status(self) -> Reply:
+        """Files indexed, last update, pending changes, refresh state, embedding, chunking settings, failures.
+
+        Raises:
+            RequestError: The index cannot be opened.
+        """
+        retriever = self._retriever()
+        with self.lock.read():
+            index = retriever.index
+            files = len(index.paths)
+            leaves = index.leaf_count()
+        r = self.refresher
+        failed = dict(sorted((r.failed if r is not None else {}).items()))
+        chunker = index.chunker
+        tok = getattr(getattr(chunker, "tokenizer", None), "name", None)
+        data: dict[str, Any] = {
+            "index": self.location,
+            "root": self.root.name if self.root is not None else None,
+            "files_indexed": files,
+            "leaf_spans": leaves,
+            "last_update": r.last_update.isoformat(timespec="seconds") if r and r.last_update else None,
+            "freshness": self.freshness,
+            "refreshing": bool(r and r.running),
+            "caught_up": bool(r and r.caught_up),
+            "pending_changes": r.pending if r is not None else 0,
+            "embedding": index.embedding_name,
+            "search": "lexical (BM25)" if index.embedding is None else "hybrid (BM25 + dense)",
+            "chunking": {"max_tokens": getattr(chunker, "max_tokens", None), "tokenizer": tok,
+                         "settings": index.settings_fingerprint},
+            "reply_budget": {"default": self.settings.max_tokens, "hard_cap": self.settings.hard_cap},
+            "failed_files": {p: self.scrub(v) for p, v in list(failed.items())[:_MAX_LIST]},
+            "failed_count": len(failed),
+            "last_error": self.scrub(r.last_error) if r is not None and r.last_error else None,
+            "watch_error": self.watch_error,
+        }
+        how = {"watch": "watching the tree", "refresh": "checking the tree before each request",
+               "off": "not following a tree (read-only)"}[self.freshness]
+        lines = [
+            f"{files} files indexed ({leaves} spans) in {self.location}; {how}",
+            f"last update {data['last_update'] or 'none since start'}; refresh running: "
+            f"{'yes' if data['refreshing'] else 'no'}; pending changes: {data['pending_changes']}"
+            + ("" if data["caught_up"] or self.freshness == "off" else "; still catching up with the tree"),
+            f"embedding {data['embedding']} ({data['search']}); chunking {data['chunking']['settings']}",
+            f"reply budget {self.settings.max_tokens} tokens by default, {self.settings.hard_cap} at most",
+        ]
+        if failed:
+            lines.append(f"{len(failed)} files failed: " + "; ".join(f"{p}: {self.scrub(v)}"
+                                                                    for p, v in list(failed.items())[:10]))
+        for key in ("last_error", "watch_error"):
+            if data[key]:
+                lines.append(f"{key.replace('_', ' ')}: {data[key]}")
+        return Reply("\n".join(lines), data)
+
+    def reindex(self, paths: Any = None) -> Reply:
+        """Bring the index up to date now (the whole tree, or only ``paths``) and say what changed.
+
+        Raises:
+            RequestError: No source root, a path outside it, or an index that cannot be opened.
+        """
+        if self.refresher is None or self.root is None:
+            msg = "this server serves an index without its source tree, so it cannot re-index; restart it with " \
+                  "the tree: llmc-splitters mcp PATH"
+            raise RequestError(msg)
+        only: list[str] | None = None
+        if paths is not None:
+            if isinstance(paths, str):
+                paths = [paths]
+            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+                raise RequestError("paths must be a list of paths relative to the indexed root, or omitted")
+            only = []
+            for p in paths:
+                rel = relative_path(p, what="path", allow_root=True)
+                inside_root(self.root, rel)
+                only.append(rel)
+        report = self.refresher.refresh(full=True, only=only, force=only is not None)
+        return self._reindex_reply(report, only)
+
+    def _reindex_reply(self, report: RefreshReport, only: list[str] | None) -> Reply:
+        skipped = {}
+        missing = []
+        if only is not None:
+            touched = set(report.added) | set(report.updated) | set(report.removed) | set(report.failed)
+            for rel in only:
+                why = report.skipped.get(rel) or report.skipped.get(rel + "/")
+                if why is not None:
+                    skipped[rel] = why
+                elif rel and rel not in touched and not (self.root / rel).exists():  # type: ignore[operator]
+                    missing.append(rel)
+        data = {
+            "added": report.added[:_MAX_LIST], "updated": report.updated[:_MAX_LIST],
+            "removed": report.removed[:_MAX_LIST],
+            "counts": {"added": len(report.added), "updated": len(report.updated), "removed": len(report.removed),
+                       "unchanged": report.unchanged, "failed": len(report.failed)},
+            "failed": {p: self.scrub(v) for p, v in list(report.failed.items())[:_MAX_LIST]},
+            "skipped": {p: self.scrub(v) for p, v in list(skipped.items())[:_MAX_LIST]},
+            "not_found": missing[:_MAX_LIST],
+            "seconds": report.seconds,
+        }
+        c = data["counts"]
+        lines = [f"reindex: {c['added']} added, {c['updated']} updated, {c['removed']} removed, {c['unchanged']} "
+                 f"unchanged, {c['failed']} failed in {report.seconds:.2f} s"]
+        for key in ("added", "updated", "removed"):
+            if data[key]:
+                lines.append(f"{key}: {', '.join(data[key])}")
+        for p, why in data["failed"].items():
+            lines.append(f"failed: {p}: {why}")
+        for p, why in data["skipped"].items():
+            lines.append(f"not indexed by the tree's rules: {p}: {why}")
+        for p in missing:
+            lines.append(f"not found: {p} (no such file or directory under the root)")
+        return Reply("\n".join(lines), data)
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def filtered_search(retriever: Any, query: str, k: int, prefix: str | None, language: str | None) -> tuple[list[Any], float]:
+    """The ``k`` best hits under ``prefix`` in ``language``, and the query's confidence.
+
+    Until :meth:`CodeRetriever.retrieve`/``search`` filter by path and language inside the index, this searches
+    deeper (``k * 25``, at least 200 candidates) and filters the ranked list here; the confidence is that of the
+    unfiltered search. A filter that matches only files ranked below that depth finds nothing.
+    """
+    if prefix is None and language is None:
+        found = retriever.search(query, k)
+        return list(found.hits), float(found.confidence)
+    found = retriever.search(query, max(k * 25, 200))
+    keep = [h for h in found.hits
+            if (prefix is None or _under(h.span.path or "", prefix)) and (language is None or h.span.language == language)]
+    return [dataclasses.replace(h, rank=i) for i, h in enumerate(keep[:k])], float(found.confidence)
+
+
+def _under(rel: str, prefix: str) -> bool:
+    return not prefix or rel == prefix or rel.startswith(prefix.rstrip("/") + "/")
+
+
+def _search_reply(hits: Sequence[Any], shown: list[bool], exp: Any, confidence: float, budget: int,
+                  notes: list[str], clamped: bool) -> Reply:
+    rows = []
+    lines = []
+    for i, (h, vis) in enumerate(zip(hits, shown)):
+        s = h.span
+        rows.append({"path": s.path, "start_line": s.start_line, "end_line": s.end_line, "symbol": s.name,
+                     "kind": s.kind, "language": s.language, "score": round(float(h.score), 4), "in_context": vis})
+        lines.append(f"{i + 1}. {s.path}:{s.start_line}-{s.end_line} {s.name or '-'} ({s.kind}) score "
+                     f"{h.score:.4f}" + ("" if vis else " [not in the context: over budget]"))
+    context = exp.context if exp is not None else ""
+    ctx_tokens = exp.token_count if exp is not None else 0
+    head = f"confidence {confidence:.2f}; {len(hits)} hits; context {ctx_tokens} tokens; reply within {budget} tokens"
+    if not hits:
+        head = f"no hits: nothing in the index matches these words (confidence {confidence:.2f})"
+    text = "\n".join([head, *lines, *(f"note: {n}" for n in notes)]) + ("\n\n" + context if context else "")
+    data = {"confidence": round(float(confidence), 4), "hits": rows, "context_tokens": ctx_tokens,
+            "max_tokens": budget, "clamped": clamped, "notes": list(notes)}
+    return Reply(text, data)
+
+
+def _line_count(retriever: Any, rel: str) -> int:
+    for s in retriever.index.spans(rel, role="parent"):
+        if s.parent_id is None:
+            return int(s.end_line)
+    return max((int(s.end_line) for s in retriever.index.spans(rel)), default=1)
+
+
+def _cut_note(sn: Any, shown_to: int) -> str:
+    return (f"{sn.path}:{sn.start_line}-{sn.end_line} was cut at line {shown_to} to fit the reply budget; "
+            f"continue with get_lines({sn.path!r}, {shown_to + 1}, {sn.end_line})")
