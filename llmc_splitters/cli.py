@@ -207,8 +207,9 @@ def _add_mcp_parser(sub: Any) -> None:
                        "directory or a parent, or $LLMC_DB)")
     p.add_argument("--embedding", choices=("auto", "minilm", "none"), default="auto",
                    help="for a new index built from PATH: auto (MiniLM if installed, else lexical BM25), minilm or none")
-    p.add_argument("--max-tokens", type=_positive, default=8000,
-                   help="default reply budget in tokens (search_code without max_tokens; get_symbol/get_lines); 8000")
+    p.add_argument("--max-tokens", type=_positive,
+                   help="default reply budget in tokens (search_code without max_tokens; get_symbol/get_lines); 8000, "
+                   "or the hard cap if that is lower")
     p.add_argument("--hard-cap", type=_positive, default=25000,
                    help="largest reply budget a request may ask for; larger requests are clamped (default 25000)")
     p.add_argument("--k", type=_positive, default=4, help="default number of hits of search_code (default 4)")
@@ -954,6 +955,8 @@ def _cmd_mcp(args: argparse.Namespace) -> ExitCode:
 
     if args.host and args.db:
         raise CliError("error: give either --db (embedded store) or --host (server), not both", ExitCode.USAGE)
+    if args.max_tokens is None:
+        args.max_tokens = min(8000, args.hard_cap)
     if args.max_tokens > args.hard_cap:
         raise CliError(f"error: --max-tokens ({args.max_tokens}) is over --hard-cap ({args.hard_cap})", ExitCode.USAGE)
     if args.k > 50:

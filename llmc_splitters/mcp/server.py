@@ -18,7 +18,7 @@ import ipaddress
 import logging
 from typing import Annotated, Any
 
-from ..errors import ConfigurationError, LlmcError, RequestError, missing_dependency
+from ..errors import ConfigurationError, LlmcError, missing_dependency
 from .service import CodeService, Reply
 
 try:
@@ -132,9 +132,7 @@ def _guarded(service: CodeService, call: Any) -> CallToolResult:
     """Run one tool call; every failure becomes a tool error with one sentence, and the server stays up."""
     try:
         return _result(call())
-    except RequestError as exc:
-        return _error(str(exc))
-    except LlmcError as exc:  # the index refused (a store failure, a setting): its message is for people
+    except LlmcError as exc:  # a bad request, or the index refused (a store failure): the message is for people
         return _error(service.scrub(str(exc)))
     except Exception as exc:  # noqa: BLE001 - a bug must not take the server down; details go to the log only
         log.exception("tool call failed")

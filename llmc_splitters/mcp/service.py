@@ -146,8 +146,9 @@ class CodeService:
     # ------------------------------------------------------------------------------------------------ life
 
     def start(self) -> None:
-        """Catch up with the tree in the background and start watching it (watch mode)."""
-        if self.refresher is None or self.freshness == "off":
+        """Catch up with the tree in the background (with a root, whatever the freshness mode), and start watching
+        it (watch mode)."""
+        if self.refresher is None:
             return
         if self.freshness == "watch":
             try:
