@@ -1,8 +1,9 @@
 """A readers-writer lock: many tool calls read the index at once, a refresh batch writes it alone.
 
-Readers (``search_code``, ``get_symbol``, ``get_lines``) share the lock; a writer (one batch of a refresh: a few
-files indexed or removed) waits for the readers inside to finish and holds new readers back meanwhile (writer
-preference), so a burst of searches cannot starve a refresh and a refresh never runs under a half-done read.
+Readers (``search_code``, ``get_symbol``, ``get_lines``, ``index_status``) share the lock; a writer (one batch of a
+refresh: a few files indexed or removed) holds it alone. Turns alternate: a waiting writer holds new readers back
+(a burst of searches cannot starve a refresh), and the readers waiting when a writer finishes go in before the
+next writer (a refresh of many batches cannot starve the searches). So a search waits for at most one batch.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ __all__ = ["ReadWriteLock"]
 
 
 class ReadWriteLock:
-    """Shared reads, exclusive writes, writers first.
+    """Shared reads, exclusive writes, alternating turns when both wait.
 
     Example:
         >>> lock = ReadWriteLock()
@@ -30,14 +31,23 @@ class ReadWriteLock:
         self._readers = 0
         self._writing = False
         self._waiting_writers = 0
+        self._waiting_readers = 0
+        self._readers_turn = False  # set when a writer leaves with readers waiting: they go first
 
     @contextmanager
     def read(self) -> Iterator[None]:
         """Hold the lock shared."""
         with self._cond:
-            while self._writing or self._waiting_writers:
-                self._cond.wait()
+            self._waiting_readers += 1
+            try:
+                while self._writing or (self._waiting_writers and not self._readers_turn):
+                    self._cond.wait()
+            finally:
+                self._waiting_readers -= 1
             self._readers += 1
+            if not self._waiting_readers and self._readers_turn:
+                self._readers_turn = False
+                self._cond.notify_all()
         try:
             yield
         finally:
@@ -52,7 +62,7 @@ class ReadWriteLock:
         with self._cond:
             self._waiting_writers += 1
             try:
-                while self._writing or self._readers:
+                while self._writing or self._readers or self._readers_turn:
                     self._cond.wait()
             finally:
                 self._waiting_writers -= 1
@@ -62,4 +72,5 @@ class ReadWriteLock:
         finally:
             with self._cond:
                 self._writing = False
+                self._readers_turn = self._waiting_readers > 0
                 self._cond.notify_all()
