@@ -79,6 +79,8 @@ class Changes:
     stats: dict[str, _Stat] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # path -> why the walk left it out (for reindex(paths))
     selected: set[str] | None = None  # the walk's selection, when it walked
+    # The mtimes of the directories walked and of their .gitignore files, and whether one changed during the walk.
+    layout: tuple[dict[str, int | None], dict[str, int | None], bool] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.removed)
@@ -119,34 +121,42 @@ class TreeState:
                 return True
         return any(_dir_mtime(self.root / rel) != m for rel, m in self._ignores.items())
 
-    def _record_layout(self, skipped_dirs: set[str]) -> None:
-        """Remember the mtime of every directory the walk entered and of their ``.gitignore`` files."""
-        self._dirs.clear()
-        self._ignores.clear()
+    def _layout(self, skipped_dirs: set[str]) -> tuple[dict[str, int | None], dict[str, int | None]]:
+        """The mtime of every directory the walk entered and of their ``.gitignore`` files."""
+        dirs: dict[str, int | None] = {}
+        ignores: dict[str, int | None] = {}
         never = {Path(p).resolve() for p in self.options.never_enter}
         for dirpath, dirnames, _files in os.walk(self.root):
             here = Path(dirpath)
             rel = here.relative_to(self.root).as_posix()
             rel = "" if rel == "." else rel
-            self._dirs[rel] = _dir_mtime(here)
+            dirs[rel] = _dir_mtime(here)
             ign = here / ".gitignore"
             if ign.is_file():
-                self._ignores[f"{rel}/.gitignore" if rel else ".gitignore"] = _dir_mtime(ign)
+                ignores[f"{rel}/.gitignore" if rel else ".gitignore"] = _dir_mtime(ign)
             dirnames[:] = [
                 d for d in dirnames
                 if (f"{rel}/{d}/" if rel else f"{d}/") not in skipped_dirs and (here / d).resolve() not in never
             ]
-        self._walked = True
+        return dirs, ignores
 
     def scan(self, *, full: bool = False) -> Changes:
-        """Compare the tree with the table (walking only if the layout changed, or with ``full``)."""
+        """Compare the tree with the table (walking only if the layout changed, or with ``full``).
+
+        Nothing is recorded until :meth:`commit`: a scan whose changes are not applied is found again.
+        """
         out = Changes()
         if full or self._layout_changed():
+            started = time.time_ns()
             walked = walk(self.root, self.options)
             out.walked = True
             out.selected = set(walked.files)
             out.skipped = {s.path: s.reason for s in walked.skipped}
-            self._record_layout({s.path for s in walked.skipped if s.path.endswith("/")})
+            dirs, ignores = self._layout({s.path for s in walked.skipped if s.path.endswith("/")})
+            # A directory changed while the walk ran may hold files the walk missed: the next scan walks again.
+            # (A margin for file systems whose timestamps lag the clock by a tick.)
+            recent = started - 50_000_000
+            out.layout = (dirs, ignores, any(m is None or m >= recent for m in (*dirs.values(), *ignores.values())))
             candidates: Iterable[str] = walked.files
             out.removed = sorted(set(self.files) - out.selected)
         else:
@@ -171,6 +181,9 @@ class TreeState:
                 self.files[rel] = changes.stats[rel]
         for rel in changes.removed:
             self.files.pop(rel, None)
+        if changes.layout is not None:
+            self._dirs, self._ignores, racy = changes.layout
+            self._walked = not racy
 
     def forget(self, rel: str) -> None:
         """Drop one file's row, so the next scan looks at it again."""
@@ -281,7 +294,8 @@ class Refresher:
         with self._run_lock:
             return self._refresh_locked(full=full or not self._first_done, only=only, force=force)
 
-    def _refresh_locked(self, *, full: bool, only: list[str] | None, force: bool) -> RefreshReport:
+    def _refresh_locked(self, *, full: bool, only: list[str] | None, force: bool,
+                        changes: Changes | None = None) -> RefreshReport:
         t0 = time.monotonic()
         self._running = True
         self._scan_started = t0
@@ -289,7 +303,8 @@ class Refresher:
             self._pending.clear()
         try:
             retriever = self._retriever()
-            changes = self.state.scan(full=full)
+            if changes is None:
+                changes = self.state.scan(full=full)
             report = RefreshReport(walked=changes.walked)
             if full and changes.selected is not None and (only is None or "" in only):
                 # Files the index holds that the tree no longer selects, including files cut short by a killed
@@ -379,8 +394,9 @@ class Refresher:
                 self._background(full=False)
                 return f"{len(changes.changed)} changed files are being indexed: results may miss them"
             if changes:
-                self._refresh_locked(full=False, only=None, force=False)
+                self._refresh_locked(full=False, only=None, force=False, changes=changes)
             else:
+                self.state.commit(changes)  # a walk with nothing new still records the layout it saw
                 self._scan_started = arrived
             return None
         finally:

@@ -295,33 +295,38 @@ class CodeService:
 
         count = retriever.tokenizer.count
 
-        def render(exp: Any, listed: int) -> tuple[Reply, int]:
-            shown = [exp is not None and (i, "hit") not in exp.dropped for i in range(listed)]
+        def render(exp: Any, listed: int, *, shown_all: bool = False) -> tuple[Reply, int]:
+            shown = [shown_all or (exp is not None and (i, "hit") not in exp.dropped) for i in range(listed)]
             reply = _search_reply(hits[:listed], shown, exp, confidence, budget, notes, clamped)
             return reply, count(reply.text) + count(compact_json(reply.data))
 
-        # The listing alone (no context); with fewer hits listed if even that is over budget.
-        listed = len(hits)
-        bare, overhead = render(None, listed)
-        while overhead > budget and listed > 1:
-            listed -= 1
-            bare, overhead = render(None, listed)
-        if overhead > budget:
-            msg = f"max_tokens {budget} is too small for a reply with even one hit; use at least {overhead + 100}"
-            raise RequestError(msg)
-        room = budget - overhead
-        best = bare
-        for _ in range(4):
-            if room <= 0 or listed == 0:
-                break
-            exp = expand(contexts[:listed], room, count, cut=retriever.tokenizer.cut, marker=retriever.marker)
-            reply, total = render(exp, listed)
-            if total <= budget:
-                best = reply
-                break
-            # Token counts of joined texts are not additive: take the overshoot off and try again.
-            room -= total - budget + 8
-        return best
+        if not hits:
+            reply, total = render(None, 0)
+            if total > budget:
+                raise RequestError(f"max_tokens {budget} is too small for any reply; use at least {total + 50}")
+            return reply
+        # List as many hits as leave room for the best one's context; list fewer when the budget is tight.
+        fallback: Reply | None = None
+        for listed in range(len(hits), 0, -1):
+            _bare, overhead = render(None, listed, shown_all=True)
+            room = budget - overhead
+            for _ in range(4):
+                if room <= 0:
+                    break
+                exp = expand(contexts[:listed], room, count, cut=retriever.tokenizer.cut, marker=retriever.marker)
+                reply, total = render(exp, listed)
+                if total <= budget:
+                    if (0, "hit") not in exp.dropped:
+                        return reply
+                    fallback = fallback or reply
+                    break
+                # Token counts of joined texts are not additive: take the overshoot off and try again.
+                room -= total - budget + 8
+        if fallback is not None:
+            return fallback
+        _bare, overhead = render(None, 1, shown_all=True)
+        msg = f"max_tokens {budget} is too small for a reply with even one hit; use at least {overhead + 100}"
+        raise RequestError(msg)
 
     # ----------------------------------------------------------------------------------------------- slices
 
