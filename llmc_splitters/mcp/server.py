@@ -325,9 +325,16 @@ def check_http_settings(host: str, *, allow_remote: bool, token: str | None) -> 
         raise ConfigurationError(msg)
 
 
+def _quiet_libraries() -> None:
+    # bm25s logs each index build at DEBUG through the SDK's root handler: noise on the server's stderr.
+    for name in ("bm25s", "chromadb", "httpx"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def run_stdio(service: CodeService) -> None:
     """Serve over stdin/stdout until the client closes them."""
     server = build_server(service)
+    _quiet_libraries()
     service.start()
     try:
         server.run()
@@ -346,6 +353,7 @@ def run_http(service: CodeService, *, host: str, port: int, allow_remote: bool =
 
     check_http_settings(host, allow_remote=allow_remote, token=token)
     app = http_app(build_server(service), host=host, token=token)
+    _quiet_libraries()
     service.start()
     try:
         uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")).run()
