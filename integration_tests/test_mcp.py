@@ -294,6 +294,23 @@ def test_missing_index_is_a_tool_error_not_a_crash(tmp_path):
     anyio.run(main)
 
 
+def test_unreachable_chroma_server_is_a_tool_error_and_the_server_stays_up(tmp_path):
+    async def main():
+        params = StdioServerParameters(
+            command=sys.executable, env=_env(), cwd=str(tmp_path),
+            args=["-m", "llmc_splitters", "mcp", "--host", "127.0.0.1", "--port", str(_free_port())])
+        with open(tmp_path / "err.log", "w", encoding="utf-8") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    for _ in range(2):  # asked again: the server tries again, and is still up
+                        text = _one_sentence(await call(s, "search_code", query="anything"))
+                        assert "Chroma" in text and "server" in text, text
+                    assert {t.name for t in (await s.list_tools()).tools} == TOOLS
+
+    anyio.run(main)
+
+
 def _append(path: Path, code: str) -> None:
     with path.open("a", encoding="utf-8") as fh:
         fh.write(code)

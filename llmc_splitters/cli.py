@@ -215,7 +215,7 @@ def _add_mcp_parser(sub: Any) -> None:
     p.add_argument("--k", type=_positive, default=4, help="default number of hits of search_code (default 4)")
     p.add_argument("--freshness", choices=("watch", "refresh", "off"), default="watch",
                    help="how the index follows the tree (with PATH or a recorded root): watch (a file watcher, the "
-                   "default), refresh (a stat check before each request), off")
+                   "default), refresh (a stat check before each request), off (PATH is still indexed on start)")
     p.add_argument("--debounce", type=_seconds, default=0.5,
                    help="watch mode: seconds without changes before changed files are indexed (default 0.5)")
     p.add_argument("--http", type=_port, metavar="PORT", help="serve streamable HTTP at http://BIND:PORT/mcp")

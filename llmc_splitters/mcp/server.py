@@ -125,7 +125,8 @@ def _result(reply: Reply) -> CallToolResult:
 
 
 def _error(text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+    # One line: a store's own message (chromadb's) may span several.
+    return CallToolResult(content=[TextContent(type="text", text=" ".join(text.split()))], is_error=True)
 
 
 def _guarded(service: CodeService, call: Any) -> CallToolResult:
