@@ -424,10 +424,6 @@ class Refresher:
         except Exception:  # noqa: BLE001 - a background refresh must not kill the server; it is logged
             log.exception("refresh failed")
 
-    def start_background_catch_up(self) -> None:
-        """Run the first full refresh in the background (the server answers meanwhile)."""
-        self._background(full=True)
-
     # ----------------------------------------------------------------------------------------------- watch
 
     def watch(self, debounce: float = 0.5) -> None:

@@ -94,6 +94,8 @@ class StatusOutput(BaseModel):
     refreshing: bool
     caught_up: bool
     pending_changes: int
+    search_ready: bool = Field(description="False until the search structures are built after start (the first "
+                                            "search waits for them).")
     embedding: str
     search: str
     chunking: dict[str, Any]

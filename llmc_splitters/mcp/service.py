@@ -142,15 +142,15 @@ class CodeService:
             self.refresher = Refresher(self._retriever, self.root, walk_options or WalkOptions(), self.lock,
                                        on_refreshed=on_refreshed)
         self.watch_error: str | None = None
+        self.warm = False  # the search view and BM25 are built (see start)
 
     # ------------------------------------------------------------------------------------------------ life
 
     def start(self) -> None:
-        """Catch up with the tree in the background (with a root, whatever the freshness mode), and start watching
-        it (watch mode)."""
-        if self.refresher is None:
-            return
-        if self.freshness == "watch":
+        """In the background: catch up with the tree (with a root, whatever the freshness mode), then warm the
+        search (the first search reads every record back and builds BM25: on a large index that is minutes, which
+        no agent should wait for). In watch mode, start watching first."""
+        if self.refresher is not None and self.freshness == "watch":
             try:
                 self.refresher.watch(self.debounce)
             except (LlmcError, OSError) as exc:
@@ -158,7 +158,20 @@ class CodeService:
                 self.watch_error = self.scrub(f"{type(exc).__name__}: {exc}")
                 log.warning("cannot watch the tree (%s); checking it before each request instead", self.watch_error)
                 self.freshness = "refresh"
-        self.refresher.start_background_catch_up()
+        threading.Thread(target=self._catch_up_and_warm, name="llmc-start", daemon=True).start()
+
+    def _catch_up_and_warm(self) -> None:
+        try:
+            if self.refresher is not None:
+                self.refresher.refresh(full=True)
+            retriever = self._retriever()
+            with self.lock.read():
+                retriever.search("warm up", 1)
+            self.warm = True
+        except LlmcError as exc:  # no index yet, Chroma down: the requests will say so
+            log.warning("start-up: %s", self.scrub(str(exc)))
+        except Exception:  # noqa: BLE001 - a failed warm-up must not take the server down; it is logged
+            log.exception("start-up failed")
 
     def stop(self) -> None:
         """Stop watching."""
@@ -285,6 +298,7 @@ class CodeService:
                       "paths, or omit path"
                 raise RequestError(msg)
             hits, confidence = filtered_search(retriever, query, k, prefix or None, lang)
+            self.warm = True
             contexts = [retriever.index.hit_context(h.span, h.score) for h in hits]
             return self._fit(retriever, hits, contexts, confidence, budget, notes, clamped=clamp_note is not None)
 
@@ -463,6 +477,7 @@ class CodeService:
             "refreshing": bool(r and r.running),
             "caught_up": bool(r and r.caught_up),
             "pending_changes": r.pending if r is not None else 0,
+            "search_ready": self.warm,
             "embedding": index.embedding_name,
             "search": "lexical (BM25)" if index.embedding is None else "hybrid (BM25 + dense)",
             "chunking": {"max_tokens": getattr(chunker, "max_tokens", None), "tokenizer": tok,
@@ -479,7 +494,8 @@ class CodeService:
             f"{files} files indexed ({leaves} spans) in {self.location}; {how}",
             f"last update {data['last_update'] or 'none since start'}; refresh running: "
             f"{'yes' if data['refreshing'] else 'no'}; pending changes: {data['pending_changes']}"
-            + ("" if data["caught_up"] or self.freshness == "off" else "; still catching up with the tree"),
+            + ("" if data["caught_up"] or self.refresher is None else "; still catching up with the tree")
+            + ("" if self.warm else "; search structures still being built (the first search waits for them)"),
             f"embedding {data['embedding']} ({data['search']}); chunking {data['chunking']['settings']}",
             f"reply budget {self.settings.max_tokens} tokens by default, {self.settings.hard_cap} at most",
         ]
