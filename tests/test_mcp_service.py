@@ -341,3 +341,23 @@ def test_lock_excludes_readers_while_writing():
     for t in threads:
         t.join(30)
     assert not bad
+
+
+def test_slices_hold_the_budget_with_a_line_longer_than_it_and_many_matches():
+    r = CodeRetriever(collection=_collection())
+    minified = "var a=" + "+".join(f"f{i}(x)" for i in range(4000)) + ";\n"
+    many = "".join(f"class C{i}:\n    def run(self):\n        return {i}\n\n" for i in range(60))
+    r.index_texts({"app.min.js": minified, "many.py": many})
+    service = CodeService(lambda: r, freshness="off", settings=ServiceSettings(max_tokens=300, hard_cap=300))
+    reply = service.get_lines("app.min.js", 1)
+    assert _tokens(reply) <= 300
+    assert reply.text.split("\n")[1] == "# app.min.js:1-1 (truncated)" or "(truncated)" in reply.text
+    body = reply.text.split("(truncated)\n", 1)[1]
+    assert body and minified.startswith(body)
+    reply = service.get_symbol("run")  # 60 methods named run: the first ones shown, the others listed
+    assert _tokens(reply) <= 300
+    shown = [s["shown_to"] is not None for s in reply.data["slices"]]
+    assert shown[0] and shown == sorted(shown, reverse=True)  # a shown prefix, then (room permitting) listed
+    assert "60 matches; the first 50 are listed" in reply.text
+    assert 1 <= len(shown) <= 50 and "def run(self):" in reply.text
+    assert reply.text.count("def run(self):") == sum(shown)

@@ -358,7 +358,7 @@ class CodeService:
         notes = [n for n in (self._fresh_note(),) if n]
         with self.lock.read():
             rel = self._file(retriever, path) if path is not None else None
-            snippets = retriever.get_symbol(name, rel)
+            snippets = retriever.get_symbol(name, rel) or _by_suffix(retriever, name, rel)
             if not snippets:
                 where = f" in {rel!r}" if rel else ""
                 msg = f"no symbol named {name!r}{where}; give the qualified name as search_code reports it " \
@@ -394,60 +394,81 @@ class CodeService:
             return self._slices(retriever, [snippet], notes, {"path": rel, "lines_in_file": n_lines})
 
     def _slices(self, retriever: Any, snippets: Sequence[Any], notes: list[str], head: dict[str, Any]) -> Reply:
-        """Snippets under markers, whole while they fit, the first that does not cut at a line, the rest listed."""
+        """Snippets under markers: whole while they fit; the first that does not is cut at a line (or, a single
+        line longer than the budget, at a token) and the reply says how to go on; the rest are listed, not shown."""
         from ..retrieval.expand import render_marker
 
         budget = self.settings.max_tokens
-        count = retriever.tokenizer.count
+        tok = retriever.tokenizer
         parts: list[str] = []
         entries: list[dict[str, Any]] = []
         out_notes = list(notes)
+        snippets = list(snippets)
+        if len(snippets) > _MAX_LIST:
+            out_notes.append(f"{len(snippets)} matches; the first {_MAX_LIST} are listed: give path to narrow")
+            snippets = snippets[:_MAX_LIST]
 
         def reply() -> Reply:
             data = {**head, "slices": entries, "notes": out_notes, "max_tokens": budget}
-            text = "\n".join([*(f"note: {n}" for n in out_notes), *parts])
-            return Reply(text, data)
+            return Reply("\n".join([*(f"note: {n}" for n in out_notes), *parts]), data)
 
-        def total(r: Reply) -> int:
-            return count(r.text) + count(compact_json(r.data))
+        def total() -> int:
+            r = reply()
+            return int(tok.count(r.text)) + int(tok.count(compact_json(r.data)))
 
-        for sn in snippets:
+        def marker(sn: Any, end: int, note: str = "") -> str:
+            return render_marker(retriever.marker, sn.path, sn.start_line, end, note)
+
+        for i, sn in enumerate(snippets):
             entry = {"path": sn.path, "start_line": sn.start_line, "end_line": sn.end_line, "shown_to": sn.end_line}
             entries.append(entry)
-            marker = render_marker(retriever.marker, sn.path, sn.start_line, sn.end_line)
-            parts.append(f"{marker}\n{sn.text}")
-            if total(reply()) <= budget:
+            parts.append(f"{marker(sn, sn.end_line)}\n{sn.text}")
+            if total() <= budget:
                 continue
             parts.pop()
+            rest = snippets[i + 1 :]
+            entries.extend({"path": x.path, "start_line": x.start_line, "end_line": x.end_line, "shown_to": None}
+                           for x in rest)
+            if rest:
+                out_notes.append(f"{len(rest)} more matches are listed in slices without their text; read them "
+                                 "with get_lines")
             lines = sn.text.splitlines(keepends=True)
-            lo, hi = 0, len(lines) - 1  # the most lines that fit, by bisection over whole lines
+
+            def show(n: int) -> None:
+                entry["shown_to"] = sn.start_line + n - 1
+                parts.append(f"{marker(sn, entry['shown_to'])}\n" + "".join(lines[:n]))
+                out_notes.append(_cut_note(sn, entry["shown_to"]))
+
+            lo, hi = 0, len(lines) - 1  # the most whole lines that fit, by bisection
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                entry["shown_to"] = sn.start_line + mid - 1
-                parts.append(f"{render_marker(retriever.marker, sn.path, sn.start_line, entry['shown_to'])}\n"
-                             + "".join(lines[:mid]))
-                out_notes.append(_cut_note(sn, entry["shown_to"]))
-                fits = total(reply()) <= budget
+                show(mid)
+                fits = total() <= budget
                 parts.pop()
                 out_notes.pop()
                 lo, hi = (mid, hi) if fits else (lo, mid - 1)
             if lo:
-                entry["shown_to"] = sn.start_line + lo - 1
-                parts.append(f"{render_marker(retriever.marker, sn.path, sn.start_line, entry['shown_to'])}\n"
-                             + "".join(lines[:lo]))
-                out_notes.append(_cut_note(sn, entry["shown_to"]))
+                show(lo)
+            elif not parts:
+                # Not even the first line fits (a minified file): its head, cut at a token.
+                entry["shown_to"] = sn.start_line
+                note = (f"line {sn.start_line} of {sn.path} is longer than the reply budget; only its start is "
+                        "shown")
+                out_notes.append(note)
+                parts.append(f"{marker(sn, sn.start_line, 'truncated')}\n")
+                room = budget - total() - 8
+                line = lines[0] if lines else ""
+                parts[-1] += line[: tok.cut(line, room)] if room > 0 else ""
             else:
                 entry["shown_to"] = None
                 out_notes.append(f"{sn.path}:{sn.start_line}-{sn.end_line} did not fit; read it with "
                                  f"get_lines({sn.path!r}, {sn.start_line}, {sn.end_line})")
-            for later in snippets[len(entries):]:
-                entries.append({"path": later.path, "start_line": later.start_line, "end_line": later.end_line,
-                                "shown_to": None})
-            if len(entries) > len(parts) and len(snippets) > 1:
-                out_notes.append("more matches are listed in slices without their text; read them with get_lines")
-            while total(reply()) > budget and out_notes:
-                out_notes.pop()  # notes are the last thing to give up: the listing and the text stay exact
             break
+        # Last resort (a tiny budget): give up unshown listings, then notes; the text shown stays exact.
+        while total() > budget and len(entries) > 1 and entries[-1]["shown_to"] is None:
+            entries.pop()
+        while total() > budget and out_notes:
+            out_notes.pop()
         return reply()
 
     # ----------------------------------------------------------------------------------------------- status
@@ -609,6 +630,21 @@ def _search_reply(hits: Sequence[Any], shown: list[bool], exp: Any, confidence: 
     data = {"confidence": round(float(confidence), 4), "hits": rows, "context_tokens": ctx_tokens,
             "max_tokens": budget, "clamped": clamped, "notes": list(notes)}
     return Reply(text, data)
+
+
+def _by_suffix(retriever: Any, name: str, rel: str | None) -> list[Any]:
+    """Definitions whose qualified name ends with ``.name`` (``run`` finds ``Job.run``), when no name is exact.
+
+    :meth:`CodeIndex.get_symbol` tries that suffix only on span names; a method inside a class that fit in one leaf
+    is not a span of its own, only an entry of the leaf's ``metadata["symbols"]``, so it is looked up here.
+    """
+    suffix = "." + name
+    qualified = sorted({str(sym["name"]) for s in retriever.index.spans(rel)
+                        for sym in s.metadata.get("symbols") or () if str(sym.get("name", "")).endswith(suffix)})
+    out: list[Any] = []
+    for q in qualified:
+        out.extend(retriever.get_symbol(q, rel))
+    return sorted(set(out), key=lambda sn: (sn.path or "", sn.start_byte, -sn.end_byte))
 
 
 def _line_count(retriever: Any, rel: str) -> int:
