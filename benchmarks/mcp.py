@@ -179,8 +179,10 @@ def write_report(res: dict[str, Any]) -> None:
         "# The MCP server: freshness check cost and memory",
         "",
         f"`python -m benchmarks.mcp --files {res['files']}` on {res['date']} (load average at start "
-        f"{res['load_start']}, at end {res['load_end']}; 2 shared cores). Lexical index (no model), "
-        f"{res['bytes'] / 1e6:.1f} MB of standard-library modules, indexed in {res['index_seconds']:.0f} s.",
+        f"{res['load_start']:.1f}, at end {res['load_end']:.1f}; 2 shared cores). Lexical index (no model) of "
+        f"{res['bytes'] / 1e6:.1f} MB of standard-library modules; `llmc-splitters index` took "
+        f"{res['index_seconds']:.0f} s (incremental when `--keep` finds an index). Notes by hand: "
+        "[MCP-NOTES.md](MCP-NOTES.md).",
         "",
         "## Freshness scan (`TreeState.scan`, in process)",
         "",
