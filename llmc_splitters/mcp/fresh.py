@@ -421,7 +421,7 @@ class Refresher:
                 self._refresh_locked(full=full or not self._first_done, only=None, force=False)
         except LlmcError as exc:
             log.warning("refresh failed: %s", exc)
-        except Exception:  # noqa: BLE001 - a background refresh must not kill the server; it is logged
+        except Exception:
             log.exception("refresh failed")
 
     # ----------------------------------------------------------------------------------------------- watch
@@ -485,9 +485,7 @@ class Refresher:
             if d.startswith(".") and not opts.hidden and d not in ALWAYS_ENTER:
                 return False
         name = parts[-1]
-        if name.startswith(".") and name != ".gitignore" and not opts.hidden and name not in ALWAYS_ENTER:
-            return False
-        return True
+        return not (name.startswith(".") and name != ".gitignore" and not opts.hidden and name not in ALWAYS_ENTER)
 
     def _debounce_loop(self) -> None:
         while not self._stop.is_set():

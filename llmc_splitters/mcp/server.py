@@ -137,7 +137,7 @@ def _guarded(service: CodeService, call: Any) -> CallToolResult:
         return _result(call())
     except LlmcError as exc:  # a bad request, or the index refused (a store failure): the message is for people
         return _error(service.scrub(str(exc)))
-    except Exception as exc:  # noqa: BLE001 - a bug must not take the server down; details go to the log only
+    except Exception as exc:
         log.exception("tool call failed")
         return _error(f"internal error ({type(exc).__name__}); the server logged the details and keeps serving: "
                       "try again, or call index_status")

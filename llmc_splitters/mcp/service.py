@@ -30,7 +30,7 @@ from typing import Any
 from .._faces import known_language, language_name
 from ..errors import LlmcError, RequestError
 from ..ingest.walk import WalkOptions
-from .fresh import RefreshReport, Refresher
+from .fresh import Refresher, RefreshReport
 from .locks import ReadWriteLock
 from .paths import inside_root, relative_path, scrub
 
@@ -170,7 +170,7 @@ class CodeService:
             self.warm = True
         except LlmcError as exc:  # no index yet, Chroma down: the requests will say so
             log.warning("start-up: %s", self.scrub(str(exc)))
-        except Exception:  # noqa: BLE001 - a failed warm-up must not take the server down; it is logged
+        except Exception:
             log.exception("start-up failed")
 
     def stop(self) -> None:
@@ -434,7 +434,7 @@ class CodeService:
                                  "with get_lines")
             lines = sn.text.splitlines(keepends=True)
 
-            def show(n: int) -> None:
+            def show(sn: Any, entry: dict[str, Any], lines: list[str], n: int) -> None:
                 entry["shown_to"] = sn.start_line + n - 1
                 parts.append(f"{marker(sn, entry['shown_to'])}\n" + "".join(lines[:n]))
                 out_notes.append(_cut_note(sn, entry["shown_to"]))
@@ -442,13 +442,13 @@ class CodeService:
             lo, hi = 0, len(lines) - 1  # the most whole lines that fit, by bisection
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                show(mid)
+                show(sn, entry, lines, mid)
                 fits = total() <= budget
                 parts.pop()
                 out_notes.pop()
                 lo, hi = (mid, hi) if fits else (lo, mid - 1)
             if lo:
-                show(lo)
+                show(sn, entry, lines, lo)
             elif not parts:
                 # Not even the first line fits (a minified file): its head, cut at a token.
                 entry["shown_to"] = sn.start_line
@@ -574,8 +574,8 @@ class CodeService:
             "seconds": report.seconds,
         }
         c = data["counts"]
-        lines = [f"reindex: {c['added']} added, {c['updated']} updated, {c['removed']} removed, {c['unchanged']} "
-                 f"unchanged, {c['failed']} failed in {report.seconds:.2f} s"]
+        lines = [(f"reindex: {c['added']} added, {c['updated']} updated, {c['removed']} removed, {c['unchanged']} "
+                  f"unchanged, {c['failed']} failed in {report.seconds:.2f} s")]
         for key in ("added", "updated", "removed"):
             if data[key]:
                 lines.append(f"{key}: {', '.join(data[key])}")
