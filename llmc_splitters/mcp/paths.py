@@ -93,6 +93,6 @@ def scrub(text: str, replacements: dict[str, str]) -> str:
     Longest prefixes first, so that the root's ``.llmc`` directory becomes ``<root>/.llmc`` rather than a path with
     the root's parent in it.
     """
-    for prefix in sorted((p for p in replacements if p), key=len, reverse=True):
+    for prefix in sorted((p for p in replacements if len(p) > 1), key=len, reverse=True):
         text = text.replace(prefix, replacements[prefix])
     return text

@@ -136,7 +136,9 @@ class CodeService:
         self._hide = dict(hide or {})
         if self.root is not None:
             self._hide.setdefault(str(self.root), "<root>")
-        self._hide.setdefault(str(Path.home()), "~")
+        home = str(Path.home())
+        if len(home) > 1:  # a home of "/" would turn every slash into "~"
+            self._hide.setdefault(home, "~")
         self.refresher: Refresher | None = None
         if self.root is not None:
             self.refresher = Refresher(self._retriever, self.root, walk_options or WalkOptions(), self.lock,
@@ -485,7 +487,7 @@ class CodeService:
             files = len(index.paths)
             leaves = index.leaf_count()
         r = self.refresher
-        failed = dict(sorted((r.failed if r is not None else {}).items()))
+        failed = dict(sorted(dict(r.failed).items())) if r is not None else {}  # a copy: a refresh may write it
         chunker = index.chunker
         tok = getattr(getattr(chunker, "tokenizer", None), "name", None)
         data: dict[str, Any] = {
