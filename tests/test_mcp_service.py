@@ -29,7 +29,7 @@ from llmc_splitters.mcp import CodeService, ServiceSettings
 from llmc_splitters.mcp.fresh import Refresher, TreeState
 from llmc_splitters.mcp.locks import ReadWriteLock
 from llmc_splitters.mcp.paths import inside_root, relative_path
-from llmc_splitters.mcp.service import compact_json
+from llmc_splitters.mcp.replies import compact_json
 from llmc_splitters.retrieval import CodeRetriever
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
-from .service import CodeService, Reply, ServiceSettings
+from .replies import Reply
+from .service import CodeService, ServiceSettings
 
 __all__ = ["CodeService", "Reply", "ServiceSettings"]

@@ -1,7 +1,7 @@
 """The MCP face of :class:`~llmc_splitters.mcp.service.CodeService`: tools, schemas, transports, the HTTP token.
 
 Built on the official ``mcp`` SDK (``MCPServer``). Each tool is a thin function that calls the service and turns
-its :class:`~llmc_splitters.mcp.service.Reply` into a ``CallToolResult`` (the text, plus the same facts as
+its :class:`~llmc_splitters.mcp.replies.Reply` into a ``CallToolResult`` (the text, plus the same facts as
 ``structuredContent`` under the tool's output schema), and every failure into a tool error (``isError``) with one
 sentence: the server keeps serving. Tool functions are synchronous, so the SDK runs each call in a worker thread
 and concurrent calls do not wait on one another's I/O.
@@ -19,7 +19,8 @@ import logging
 from typing import Annotated, Any
 
 from ..errors import ConfigurationError, LlmcError, missing_dependency
-from .service import CodeService, Reply
+from .replies import Reply
+from .service import CodeService
 
 try:
     from mcp.server.mcpserver import MCPServer
