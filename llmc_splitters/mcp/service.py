@@ -1,8 +1,9 @@
 """What the MCP tools do, with no MCP in it: budgeted search, exact slices, status and re-indexing of one index.
 
 :class:`CodeService` is the server's core; :mod:`llmc_splitters.mcp.server` only maps tool calls onto it. Each
-method returns a :class:`~llmc_splitters.mcp.replies.Reply` (the text an agent reads, and the same facts as data) or raises
-:class:`~llmc_splitters.errors.RequestError` with one sentence that says what to send instead. The rules it keeps:
+method returns a :class:`~llmc_splitters.mcp.replies.Reply` (the text an agent reads, and the same facts as data)
+or raises :class:`~llmc_splitters.errors.RequestError` with one sentence that says what to send instead. The rules
+it keeps:
 
 * **Budgets.** A ``search_code`` reply (its text *and* its data, as compact JSON) is at most ``max_tokens`` tokens
   of the index's tokenizer: the hits' context gets what the listing leaves, and the whole is counted again before
