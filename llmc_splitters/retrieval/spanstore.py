@@ -26,6 +26,7 @@ leaves that overlap it: the file text is never stored twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -270,6 +271,33 @@ class SpanStore:
             self._local.conn = conn
         return conn
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read of this thread inside the block sees one committed state of the index.
+
+        A query reads several times (its hits, then their parents, their file's bindings, the leaves of a range):
+        outside a snapshot each read sees the latest commit, so a file rewritten between two reads can pair a hit
+        of its old version with the import bindings of its new one. Inside, the reads share one read transaction
+        (WAL mode: writers in other threads and processes go on, and their commits become visible after the
+        block). Blocks nest; this thread must not write inside one.
+        """
+        depth = getattr(self._local, "snapshot", 0)
+        if depth or not self.exists:  # nested, or nothing to read yet
+            yield
+            return
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN DEFERRED")  # the snapshot is taken by the first read
+        except sqlite3.DatabaseError as exc:
+            raise self._error("read", exc) from exc
+        self._local.snapshot = 1
+        try:
+            yield
+        finally:
+            self._local.snapshot = 0
+            with contextlib.suppress(sqlite3.DatabaseError):
+                conn.execute("COMMIT")
+
     def _error(self, what: str, exc: BaseException) -> StoreError:
         text = str(exc)
         if "locked" in text or "busy" in text:
@@ -317,6 +345,9 @@ class SpanStore:
             self.store = store
 
         def __enter__(self) -> sqlite3.Connection:
+            if getattr(self.store._local, "snapshot", 0):
+                msg = f"{self.store!r}: a write inside a read snapshot (SpanStore.snapshot) of the same thread"
+                raise StoreError(msg)
             self.store._write_lock.acquire()
             if not self.store.exists:
                 try:
@@ -634,9 +665,11 @@ class SpanStore:
             out.append(SpanRow(span, role, file, eh))
         return out
 
-    def with_symbol(self, name: str, path: str | None = None) -> list[Span]:
-        """Leaves whose recorded ``symbols`` (definitions inside a leaf) include ``name``."""
-        like = f'%"name": {json.dumps(name)}%'
+    def with_symbol(self, name: str, path: str | None = None, *, suffix: bool = False) -> list[Span]:
+        """Leaves whose recorded ``symbols`` (definitions inside a leaf) include ``name`` (``suffix``: may include a
+        name ending with ``.name``; the caller checks each symbol)."""
+        quoted = json.dumps(name, ensure_ascii=False)  # as the metadata column is written
+        like = f'%"name": "%.{quoted[1:]}%' if suffix else f'%"name": {quoted}%'
         sql = f"SELECT {_SPAN_COLUMNS} FROM spans WHERE role = 'leaf' AND metadata LIKE ?"
         args: list[Any] = [like]
         if path is not None:
