@@ -216,7 +216,7 @@ def _add_mcp_parser(sub: Any) -> None:
     p.add_argument("path", nargs="?", metavar="PATH",
                    help=f"source tree to serve: indexed on start (into PATH/{DB_DIRNAME} unless --db), then kept fresh")
     _add_store_args(p, f"index directory (default: PATH/{DB_DIRNAME}; without PATH, {DB_DIRNAME}/ in the current "
-                       "directory or a parent, or $LLMC_DB)")
+                       "directory or a parent, or $LLMC_DB)", writes=True)
     p.add_argument("--embedding", choices=("auto", "minilm", "none"), default="auto",
                    help="for a new index built from PATH: auto (MiniLM if installed, else lexical BM25), minilm or none")
     p.add_argument("--max-tokens", type=_positive,
@@ -967,118 +967,10 @@ def _cmd_stats(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
-
 # ------------------------------------------------------------------------------------------------------ mcp
 
 
-def _walk_options_from(manifest: dict[str, Any], db: Path | None) -> Any:
-    """The walk policy an index was built with (its manifest), or the default one."""
-    from .ingest.walk import DEFAULT_INCLUDE, DEFAULT_SKIP_DIRS, WalkOptions
-
-    w = manifest.get("walk") or {}
-    return WalkOptions(
-        include=tuple(w.get("include") or DEFAULT_INCLUDE),
-        exclude=tuple(w.get("exclude") or ()),
-        gitignore=bool(w.get("gitignore", True)),
-        skip_dirs=DEFAULT_SKIP_DIRS if w.get("default_excludes", True) else frozenset(),
-        hidden=bool(w.get("hidden", False)),
-        skip_generated=bool(w.get("skip_generated", True)),
-        skip_minified=bool(w.get("skip_generated", True)),
-        max_file_bytes=w.get("max_file_bytes", 1024 * 1024),
-        never_enter=(str(db),) if db is not None else (),
-    )
-
-
 def _cmd_mcp(args: argparse.Namespace) -> ExitCode:
-    if importlib.util.find_spec("mcp") is None:
-        raise CliError("error: the MCP server needs the mcp SDK: pip install 'llmc-splitters[mcp]'",
-                       ExitCode.MISSING_DEPENDENCY)
-    from .errors import RequestError
-    from .mcp.service import CodeService, ServiceSettings
+    from .mcp.command import run
 
-    if args.host and args.db:
-        raise CliError("error: give either --db (embedded store) or --host (server), not both", ExitCode.USAGE)
-    if args.max_tokens is None:
-        args.max_tokens = min(8000, args.hard_cap)
-    if args.max_tokens > args.hard_cap:
-        raise CliError(f"error: --max-tokens ({args.max_tokens}) is over --hard-cap ({args.hard_cap})", ExitCode.USAGE)
-    if args.k > 50:
-        raise CliError(f"error: --k must be at most 50, got {args.k}", ExitCode.USAGE)
-    token = os.environ.get("LLMC_MCP_TOKEN") or None
-    if args.http is not None:
-        from .mcp.server import check_http_settings
-
-        check_http_settings(args.bind, allow_remote=args.allow_remote, token=token)
-    root: Path | None = None
-    db: Path | None = None
-    if args.path:
-        root = Path(args.path)
-        if not root.is_dir():
-            code = ExitCode.NOT_FOUND if not root.exists() else ExitCode.USAGE
-            raise CliError(f"error: {args.path}: not a directory (mcp PATH serves a source tree)", code)
-        root = root.resolve()
-        if not args.host:
-            db = Path(args.db).resolve() if args.db else root / DB_DIRNAME
-    elif not args.host:
-        with contextlib.suppress(CliError):
-            db = _find_db(args.db).resolve()
-    manifest = _read_manifest(db)
-    if root is None and manifest.get("root") and Path(manifest["root"]).is_dir():
-        root = Path(manifest["root"]).resolve()  # the tree the index was built from: follow it too
-    options = _walk_options_from(manifest, db)
-    where = f"Chroma server {args.host}:{args.port or 8000}" if args.host else "the embedded store"
-
-    def open_retriever() -> Any:
-        from .retrieval import CodeIndex, CodeRetriever
-
-        try:
-            if args.path:  # a tree to serve: create the index if there is none
-                store = _open_store(args, db)
-                existing = _existing_collection(store, args.collection)
-                recorded = str((existing.metadata or {}).get("llmc_embedding") or "none") if existing else None
-                if recorded is not None:
-                    embedding = _embedding_for(recorded)
-                elif args.embedding == "minilm" or (args.embedding == "auto" and _minilm_available()):
-                    embedding = _embedding_for("minilm")
-                else:
-                    embedding = None
-                store.open(CodeIndex._embedding_name(embedding))
-            else:
-                store, name, _ = _open_existing(args)
-                embedding = _embedding_for(name)
-            max_tokens = _read_manifest(db).get("max_tokens") or _recorded_max_tokens(store) or 512
-            return CodeRetriever(store=store, embedding=embedding, max_tokens=max_tokens, k=args.k)
-        except CliError as exc:
-            raise RequestError(str(exc).removeprefix("error: ")) from exc
-
-    def write_manifest(report: Any) -> None:
-        if db is None or root is None:
-            return
-        record = {
-            **manifest, "format": 1, "root": str(root), "collection": args.collection,
-            "walk": {"include": list(options.include), "exclude": list(options.exclude),
-                     "gitignore": options.gitignore, "hidden": options.hidden,
-                     "default_excludes": bool(options.skip_dirs), "skip_generated": options.skip_generated,
-                     "max_file_bytes": options.max_file_bytes},
-            "indexed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        }
-        with contextlib.suppress(OSError):
-            db.mkdir(parents=True, exist_ok=True)
-            (db / MANIFEST).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-
-    service = CodeService(
-        open_retriever, root=root, walk_options=options,
-        settings=ServiceSettings(max_tokens=args.max_tokens, hard_cap=args.hard_cap, k=args.k),
-        freshness=args.freshness if root is not None else "off", debounce=args.debounce, location=where,
-        hide={str(db): "<db>"} if db is not None else None, on_refreshed=write_manifest,
-    )
-    if args.http is None:
-        from .mcp.server import run_stdio
-
-        run_stdio(service)
-    else:
-        from .mcp.server import run_http
-
-        _err(f"llmc-splitters mcp: streamable HTTP on http://{args.bind}:{args.http}/mcp")
-        run_http(service, host=args.bind, port=args.http, allow_remote=args.allow_remote, token=token)
-    return ExitCode.OK
+    return run(args)

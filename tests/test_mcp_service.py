@@ -1,6 +1,6 @@
-"""The MCP server's core without MCP: budgets, path rules, slices, the stat-first scan, the refresher, the lock.
+"""The MCP server's core without MCP: budgets, path rules, slices, the stat-first scan, the refresher, snapshots.
 
-Runs on real standard-library modules, in memory (lexical only), with no SDK: ``CodeService`` is framework-free.
+Runs on real standard-library modules, lexical only, with no SDK: ``CodeService`` is framework-free.
 The end-to-end tests with the SDK's client are in ``integration_tests/test_mcp.py``.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import io
 import json
+import os
 import shutil
 import sysconfig
 import threading
@@ -19,15 +20,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("chromadb")
-pytest.importorskip("bm25s")
+pytest.importorskip("tantivy")
 
 from llmc_splitters.chunking.tokens import resolve_tokenizer
 from llmc_splitters.errors import RequestError
+from llmc_splitters.ingest.fresh import Refresher, TreeState
 from llmc_splitters.ingest.walk import WalkOptions
 from llmc_splitters.mcp import CodeService, ServiceSettings
-from llmc_splitters.mcp.fresh import Refresher, TreeState
-from llmc_splitters.mcp.locks import ReadWriteLock
 from llmc_splitters.mcp.paths import inside_root, relative_path
 from llmc_splitters.mcp.replies import compact_json
 from llmc_splitters.retrieval import CodeRetriever
@@ -44,19 +43,13 @@ def _copy(root: Path) -> Path:
     return root
 
 
-def _collection() -> str:
-    import uuid
-
-    return f"t{uuid.uuid4().hex[:12]}"
-
-
 @pytest.fixture(scope="module")
 def served():
     """A service over an in-memory index of the copied modules (read-only: no root)."""
     import tempfile
 
     root = _copy(Path(tempfile.mkdtemp()))
-    r = CodeRetriever(collection=_collection())
+    r = CodeRetriever()
     r.index_directory(root)
     return CodeService(lambda: r, freshness="off", settings=ServiceSettings(max_tokens=2000, hard_cap=4000)), root
 
@@ -224,11 +217,13 @@ def test_a_scan_of_an_unchanged_tree_reads_no_file(tmp_path, monkeypatch):
 
 def test_refresher_applies_changes_in_batches_and_reports_them(tmp_path):
     root = _copy(tmp_path / "src")
-    r = CodeRetriever(collection=_collection())
-    refresher = Refresher(lambda: r, root, WalkOptions(), ReadWriteLock(), batch=2)
+    r = CodeRetriever()
+    refresher = Refresher(lambda: r.index, root, WalkOptions())
     first = refresher.refresh()
     assert sorted(first.added) == sorted(FILES) and first.walked and refresher.caught_up
-    assert not refresher.refresh().changed  # nothing changed: nothing re-indexed
+    assert first.bytes_read == sum((root / f).stat().st_size for f in FILES)
+    again = refresher.refresh()
+    assert not again.changed and again.bytes_read == 0  # nothing changed: nothing read, nothing re-indexed
     (root / "heapq.py").write_text("def heap_thing():\n    return 1\n", encoding="utf-8")
     (root / "textwrap.py").unlink()
     rep = refresher.refresh()
@@ -240,9 +235,33 @@ def test_refresher_applies_changes_in_batches_and_reports_them(tmp_path):
     assert "bin.py" in only.skipped and not only.changed
 
 
+def test_a_restart_catches_up_by_stat_and_a_touch_re_embeds_nothing(tmp_path):
+    """A new server has no stats of its own: its catch-up hands every file to the index, which reads none whose
+    size and modification time it recorded. A touch (new mtime, same content) is read and hashed, and skipped."""
+    from fakes import CountingEmbedding
+
+    root = _copy(tmp_path / "src")
+    emb = CountingEmbedding()
+    r = CodeRetriever(path=tmp_path / "db", embedding=emb)
+    Refresher(lambda: r.index, root, WalkOptions()).refresh()
+    embedded = len(emb.calls)
+    restarted = Refresher(lambda: r.index, root, WalkOptions())
+    caught_up = restarted.refresh()
+    assert caught_up.walked and caught_up.unchanged == len(FILES) and not caught_up.changed
+    assert caught_up.bytes_read == 0
+    later = time.time() + 5
+    for rel in FILES:
+        os.utime(root / rel, (later, later))
+    touched = restarted.refresh()
+    assert touched.unchanged == len(FILES) and not touched.changed
+    assert touched.bytes_read == sum((root / f).stat().st_size for f in FILES)  # read and hashed, once
+    assert len(emb.calls) == embedded  # nothing re-embedded
+    assert restarted.refresh().bytes_read == 0  # the index recorded the new stats
+
+
 def test_before_request_sees_an_edit_made_just_before(tmp_path):
     root = _copy(tmp_path / "src")
-    r = CodeRetriever(collection=_collection())
+    r = CodeRetriever()
     service = CodeService(lambda: r, root=root, freshness="refresh")
     service.refresher.refresh()
     for i in range(3):
@@ -256,7 +275,7 @@ def test_before_request_sees_an_edit_made_just_before(tmp_path):
 def test_watch_mode_indexes_after_the_writes_stop(tmp_path):
     pytest.importorskip("watchdog")
     root = _copy(tmp_path / "src")
-    r = CodeRetriever(collection=_collection())
+    r = CodeRetriever()
     service = CodeService(lambda: r, root=root, freshness="watch", debounce=0.3)
     service.start()
     try:
@@ -278,73 +297,39 @@ def test_watch_mode_indexes_after_the_writes_stop(tmp_path):
         service.stop()
 
 
-# -------------------------------------------------------------------------------------------------- lock
+# ------------------------------------------------------------------------------------------ consistency
+
+OLD = "import os\nimport sys\n\n\nclass Widget:\n    def frobnicate(self):\n        return os.getcwd()\n\n    def other(self):\n        return sys.argv\n"
+NEW = "import json\n# two lines that move\n# everything down\nimport os\n\n\nclass Widget:\n    size = 3\n\n    def frobnicate(self):\n        return os.getcwd()\n\n    def other(self):\n        return sys.argv\n"
 
 
-def test_lock_lets_readers_in_between_writer_batches_and_writers_in_between_readers():
-    lock = ReadWriteLock()
-    events: list[str] = []
-    stop = threading.Event()
+def test_a_search_reply_is_read_in_one_snapshot_while_the_file_is_rewritten(tmp_path):
+    """No lock between searches and refreshes: the file is rewritten (by another thread, committed) after the
+    search found its hit and before the hit's context is read, and the reply still shows one version of it."""
+    r = CodeRetriever(path=tmp_path / "db", max_tokens=16)
+    r.index_texts({"w.py": OLD})
+    service = CodeService(lambda: r, freshness="off")
+    real = r.index.hit_context
+    rewrites = []
 
-    def writer() -> None:
-        while not stop.is_set():
-            with lock.write():
-                events.append("w")
-                time.sleep(0.002)
+    def rewritten_first(span, score=0.0):
+        if not rewrites:
+            t = threading.Thread(target=lambda: rewrites.append(r.index_texts({"w.py": NEW})))
+            t.start()
+            t.join(30)
+        return real(span, score)
 
-    def reader() -> None:
-        for _ in range(20):
-            with lock.read():
-                events.append("r")
-                time.sleep(0.001)
-
-    w = threading.Thread(target=writer)
-    w.start()
-    readers = [threading.Thread(target=reader) for _ in range(4)]
-    for t in readers:
-        t.start()
-    for t in readers:
-        t.join(10)
-    stop.set()
-    w.join(10)
-    assert events.count("r") == 80  # no reader starved behind back-to-back writes
-    assert events.count("w") > 1
-
-
-def test_lock_excludes_readers_while_writing():
-    lock = ReadWriteLock()
-    inside = {"r": 0, "w": 0}
-    bad = []
-    guard = threading.Lock()
-
-    def enter(kind: str) -> None:
-        with guard:
-            inside[kind] += 1
-            if inside["w"] > 1 or (inside["w"] and inside["r"]):
-                bad.append(dict(inside))
-
-    def leave(kind: str) -> None:
-        with guard:
-            inside[kind] -= 1
-
-    def work(i: int) -> None:
-        for _ in range(50):
-            ctx, kind = (lock.write(), "w") if i % 3 == 0 else (lock.read(), "r")
-            with ctx:
-                enter(kind)
-                time.sleep(0.0002)
-                leave(kind)
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(9)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert not bad
+    r.index.hit_context = rewritten_first
+    reply = service.search_code("frobnicate getcwd", k=1, max_tokens=600)
+    assert rewrites and rewrites[0].updated == ["w.py"]  # the rewrite was committed during the call
+    assert "import os\n" in reply.text and "import json" not in reply.text
+    assert reply.data["hits"][0]["start_line"] == 6  # the old version's lines
+    after = service.search_code("frobnicate getcwd", k=1, max_tokens=600)
+    assert after.data["hits"][0]["start_line"] == 10 and "import os\n" in after.text
 
 
 def test_slices_hold_the_budget_with_a_line_longer_than_it_and_many_matches():
-    r = CodeRetriever(collection=_collection())
+    r = CodeRetriever()
     minified = "var a=" + "+".join(f"f{i}(x)" for i in range(4000)) + ";\n"
     many = "".join(f"class C{i}:\n    def run(self):\n        return {i}\n\n" for i in range(60))
     r.index_texts({"app.min.js": minified, "many.py": many})

@@ -94,9 +94,11 @@ class StatusOutput(BaseModel):
     freshness: str = Field(description="watch, refresh (checked before each request) or off (read-only).")
     refreshing: bool
     caught_up: bool
-    pending_changes: int
-    search_ready: bool = Field(description="False until the search structures are built after start (the first "
-                                            "search waits for them).")
+    pending_changes: int = Field(description="Changed paths the watcher saw that no refresh has indexed yet.")
+    unpublished_files: int = Field(description="Files written to the index whose BM25 postings or vectors are "
+                                               "still to be written (a killed run's; the next write replays them).")
+    search_ready: bool = Field(description="False until the index is open and its embedding model loaded after "
+                                            "start (a search meanwhile waits for them).")
     embedding: str
     search: str
     chunking: dict[str, Any]
@@ -117,6 +119,8 @@ class ReindexOutput(BaseModel):
     failed: dict[str, str]
     skipped: dict[str, str]
     not_found: list[str]
+    bytes_read: int = Field(description="File content read: files whose size and modification time match the "
+                                        "index are not read.")
     seconds: float
 
 
@@ -330,8 +334,8 @@ def check_http_settings(host: str, *, allow_remote: bool, token: str | None) -> 
 
 
 def _quiet_libraries() -> None:
-    # bm25s logs each index build at DEBUG through the SDK's root handler: noise on the server's stderr.
-    for name in ("bm25s", "chromadb", "httpx"):
+    # Libraries that log each request at INFO or DEBUG through the SDK's root handler: noise on the server's stderr.
+    for name in ("chromadb", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
@@ -343,7 +347,7 @@ def run_stdio(service: CodeService) -> None:
     try:
         server.run()
     finally:
-        service.stop()
+        service.stop(wait=5)  # a refresh that is writing finishes its group (it would be redone anyway)
 
 
 def run_http(service: CodeService, *, host: str, port: int, allow_remote: bool = False,
@@ -362,4 +366,4 @@ def run_http(service: CodeService, *, host: str, port: int, allow_remote: bool =
     try:
         uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")).run()
     finally:
-        service.stop()
+        service.stop(wait=5)  # a refresh that is writing finishes its group (it would be redone anyway)

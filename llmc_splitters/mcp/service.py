@@ -10,28 +10,30 @@ it keeps:
   it goes out. A request over the hard cap is clamped, and the reply says so. ``get_symbol``/``get_lines`` replies
   are held to the server's default budget: a longer slice is cut at a line, and the reply names the
   ``get_lines`` call that continues it.
-* **Nothing outside the index.** Text comes from the index (the file records hold each file whole), never from
-  disk; paths are relative to the indexed root (:mod:`llmc_splitters.mcp.paths`); every message is scrubbed of
-  the server's absolute paths.
+* **Nothing outside the index.** Text comes from the index (its leaves tile each file), never from disk; paths are
+  relative to the indexed root (:mod:`llmc_splitters.mcp.paths`); every message is scrubbed of the server's
+  absolute paths.
+* **Consistent.** Each tool call reads the index in one snapshot
+  (:meth:`~llmc_splitters.retrieval.spanstore.SpanStore.snapshot`): a file re-indexed meanwhile, by this server or
+  another process, is seen whole, in its old version or its new one, never a hit of one with the imports of the
+  other. Refreshes write while searches run: nothing waits for a lock.
 * **Fresh.** Reads go through :meth:`Refresher.before_request` in refresh mode; in watch mode a reply says when
   changes are still waiting to be indexed.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._faces import known_language, language_name
-from ..errors import LlmcError, RequestError
+from ..errors import ConfigurationError, LlmcError, RequestError, UnsupportedInputError
+from ..ingest.fresh import Refresher, RefreshReport
 from ..ingest.walk import WalkOptions
-from .fresh import Refresher, RefreshReport
-from .locks import ReadWriteLock
 from .paths import inside_root, relative_path, scrub
 from .replies import MAX_LIST, Reply, fit_search, slices_reply
 
@@ -117,7 +119,6 @@ class CodeService:
         self.root = Path(root).resolve() if root is not None else None
         self.settings = settings or ServiceSettings()
         self.location = location
-        self.lock = ReadWriteLock()
         self.freshness = freshness if self.root is not None else "off"
         self.debounce = debounce
         self._hide = dict(hide or {})
@@ -128,17 +129,17 @@ class CodeService:
             self._hide.setdefault(home, "~")
         self.refresher: Refresher | None = None
         if self.root is not None:
-            self.refresher = Refresher(self._retriever, self.root, walk_options or WalkOptions(), self.lock,
+            self.refresher = Refresher(lambda: self._retriever().index, self.root, walk_options or WalkOptions(),
                                        on_refreshed=on_refreshed)
         self.watch_error: str | None = None
-        self.warm = False  # the search view and BM25 are built (see start)
+        self.search_ready = False  # the index is open and one search has run (see start)
 
     # ------------------------------------------------------------------------------------------------ life
 
     def start(self) -> None:
-        """In the background: catch up with the tree (with a root, whatever the freshness mode), then warm the
-        search (the first search reads every record back and builds BM25: on a large index that is minutes, which
-        no agent should wait for). In watch mode, start watching first."""
+        """In the background: open the index and run one search (which loads the embedding model, if any, so that
+        no agent waits for it), then catch up with the tree (with a root, whatever the freshness mode: searches
+        are served meanwhile). In watch mode, start watching first."""
         if self.refresher is not None and self.freshness == "watch":
             try:
                 self.refresher.watch(self.debounce)
@@ -147,25 +148,27 @@ class CodeService:
                 self.watch_error = self.scrub(f"{type(exc).__name__}: {exc}")
                 log.warning("cannot watch the tree (%s); checking it before each request instead", self.watch_error)
                 self.freshness = "refresh"
-        threading.Thread(target=self._catch_up_and_warm, name="llmc-start", daemon=True).start()
+        threading.Thread(target=self._warm_and_catch_up, name="llmc-start", daemon=True).start()
 
-    def _catch_up_and_warm(self) -> None:
+    def _warm_and_catch_up(self) -> None:
         try:
+            retriever = self._retriever()
+            if retriever.index.span_store.exists:  # a new index is created by the catch-up's first write
+                with retriever.index.span_store.snapshot():
+                    retriever.search("warm up", 1)
+                self.search_ready = True
             if self.refresher is not None:
                 self.refresher.refresh(full=True)
-            retriever = self._retriever()
-            with self.lock.read():
-                retriever.search("warm up", 1)
-            self.warm = True
+                self.search_ready = True
         except LlmcError as exc:  # no index yet, Chroma down: the requests will say so
             log.warning("start-up: %s", self.scrub(str(exc)))
         except Exception:
             log.exception("start-up failed")
 
-    def stop(self) -> None:
-        """Stop watching."""
+    def stop(self, *, wait: float | None = None) -> None:
+        """Stop watching (with ``wait``, give a running refresh that many seconds to finish its writes)."""
         if self.refresher is not None:
-            self.refresher.stop()
+            self.refresher.stop(wait=wait)
 
     def scrub(self, text: str) -> str:
         """``text`` without the server's absolute paths."""
@@ -223,10 +226,22 @@ class CodeService:
         return k
 
     def _file(self, retriever: Any, path: Any) -> str:
+        """``path`` as the index stores it: a file, or a notebook's cell (``nb.ipynb#cell3``)."""
         rel = relative_path(path)
-        if rel not in set(retriever.index.paths):
+        store = retriever.index.span_store
+        if store.marker(rel) is None and store.file_of(rel) is None:
             raise RequestError(self._unknown_file(retriever, rel))
         return rel
+
+    def _line_count(self, retriever: Any, rel: str) -> int:
+        last = retriever.index.span_store.last_line(rel)
+        if last is not None:
+            return int(last[0])
+        try:  # a notebook (its cells are the documents) or an empty file: the index says which
+            retriever.get_lines(rel, 1)
+        except ConfigurationError as exc:
+            raise RequestError(self.scrub(str(exc))) from exc
+        return 1
 
     def _unknown_file(self, retriever: Any, rel: str) -> str:
         import difflib
@@ -271,24 +286,14 @@ class CodeService:
         budget, clamp_note = self._budget(max_tokens)
         k = self._k(k)
         prefix = relative_path(path, what="path", allow_root=True) if path is not None else ""
-        lang = None
-        if language is not None:
-            lang = language_name(language)
-            if lang is None or not known_language(lang):
-                msg = f"language {language!r} is not one the index knows; use a name such as 'python', " \
-                      "'javascript', 'typescript' or 'bash', or omit it"
-                raise RequestError(msg)
+        lang = _language(language) if language is not None else None
         retriever = self._retriever()
         fresh_note = self._fresh_note()
         notes = [n for n in (clamp_note, fresh_note) if n]
-        with self.lock.read():
-            if prefix and not any(_under(p, prefix) for p in retriever.index.paths):
-                msg = f"no indexed file is under {prefix!r}; give a directory or file as search_code reports " \
-                      "paths, or omit path"
-                raise RequestError(msg)
-            hits, confidence = filtered_search(retriever, query, k, prefix or None, lang)
-            self.warm = True
-            contexts = [retriever.index.hit_context(h.span, h.score) for h in hits]
+        with retriever.index.span_store.snapshot():
+            where = _path_filter(retriever.index.span_store, prefix) if prefix else None
+            hits, confidence, contexts = search_with_contexts(retriever, query, k, where, lang)
+            self.search_ready = True
             return fit_search(retriever, hits, contexts, confidence, budget, notes, clamped=clamp_note is not None)
 
     # ----------------------------------------------------------------------------------------------- slices
@@ -305,9 +310,9 @@ class CodeService:
         name = name.strip()
         retriever = self._retriever()
         notes = [n for n in (self._fresh_note(),) if n]
-        with self.lock.read():
+        with retriever.index.span_store.snapshot():
             rel = self._file(retriever, path) if path is not None else None
-            snippets = retriever.get_symbol(name, rel) or _by_suffix(retriever, name, rel)
+            snippets = retriever.get_symbol(name, rel)
             if not snippets:
                 where = f" in {rel!r}" if rel else ""
                 msg = f"no symbol named {name!r}{where}; give the qualified name as search_code reports it " \
@@ -332,9 +337,9 @@ class CodeService:
             raise RequestError(f"end ({end}) is before start ({start}); give end >= start, or omit end")
         retriever = self._retriever()
         notes = [n for n in (self._fresh_note(),) if n]
-        with self.lock.read():
+        with retriever.index.span_store.snapshot():
             rel = self._file(retriever, path)
-            n_lines = _line_count(retriever, rel)
+            n_lines = self._line_count(retriever, rel)
             if start > n_lines:
                 raise RequestError(f"{rel!r} has {n_lines} lines; start must be at most {n_lines}")
             if end is None or end > n_lines:
@@ -352,35 +357,38 @@ class CodeService:
             RequestError: The index cannot be opened.
         """
         retriever = self._retriever()
-        with self.lock.read():
-            index = retriever.index
-            files = len(index.paths)
-            leaves = index.leaf_count()
+        index = retriever.index
+        with index.span_store.snapshot():
+            st = index.status()
         r = self.refresher
-        failed = dict(sorted(dict(r.failed).items())) if r is not None else {}  # a copy: a refresh may write it
+        failed = st["failed"]
         chunker = index.chunker
         tok = getattr(getattr(chunker, "tokenizer", None), "name", None)
+        updated = st["updated_at"]
         data: dict[str, Any] = {
             "index": self.location,
             "root": self.root.name if self.root is not None else None,
-            "files_indexed": files,
-            "leaf_spans": leaves,
-            "last_update": r.last_update.isoformat(timespec="seconds") if r and r.last_update else None,
+            "files_indexed": st["files"],
+            "leaf_spans": st["leaves"],
+            "last_update": (datetime.fromtimestamp(updated, timezone.utc).isoformat(timespec="seconds")
+                            if updated else None),
             "freshness": self.freshness,
             "refreshing": bool(r and r.running),
             "caught_up": bool(r and r.caught_up),
             "pending_changes": r.pending if r is not None else 0,
-            "search_ready": self.warm,
-            "embedding": index.embedding_name,
+            "unpublished_files": len(st["pending"]),
+            "search_ready": self.search_ready,
+            "embedding": st["embedding"],
             "search": "lexical (BM25)" if index.embedding is None else "hybrid (BM25 + dense)",
             "chunking": {"max_tokens": getattr(chunker, "max_tokens", None), "tokenizer": tok,
-                         "settings": index.settings_fingerprint},
+                         "settings": st["settings"]},
             "reply_budget": {"default": self.settings.max_tokens, "hard_cap": self.settings.hard_cap},
             "failed_files": {p: self.scrub(v) for p, v in list(failed.items())[:MAX_LIST]},
             "failed_count": len(failed),
             "last_error": self.scrub(r.last_error) if r is not None and r.last_error else None,
             "watch_error": self.watch_error,
         }
+        files, leaves = data["files_indexed"], data["leaf_spans"]
         how = {"watch": "watching the tree", "refresh": "checking the tree before each request",
                "off": "not following a tree (read-only)"}[self.freshness]
         lines = [
@@ -388,7 +396,9 @@ class CodeService:
             f"last update {data['last_update'] or 'none since start'}; refresh running: "
             f"{'yes' if data['refreshing'] else 'no'}; pending changes: {data['pending_changes']}"
             + ("" if data["caught_up"] or self.refresher is None else "; still catching up with the tree")
-            + ("" if self.warm else "; search structures still being built (the first search waits for them)"),
+            + (f"; {data['unpublished_files']} files written but not yet searchable by every engine (replayed by "
+               "the next write)" if data["unpublished_files"] else "")
+            + ("" if self.search_ready else "; the index is still being opened (the first search waits for it)"),
             f"embedding {data['embedding']} ({data['search']}); chunking {data['chunking']['settings']}",
             f"reply budget {self.settings.max_tokens} tokens by default, {self.settings.hard_cap} at most",
         ]
@@ -440,6 +450,7 @@ class CodeService:
             "removed": report.removed[:MAX_LIST],
             "counts": {"added": len(report.added), "updated": len(report.updated), "removed": len(report.removed),
                        "unchanged": report.unchanged, "failed": len(report.failed)},
+            "bytes_read": report.bytes_read,
             "failed": {p: self.scrub(v) for p, v in list(report.failed.items())[:MAX_LIST]},
             "skipped": {p: self.scrub(v) for p, v in list(skipped.items())[:MAX_LIST]},
             "not_found": missing[:MAX_LIST],
@@ -447,7 +458,7 @@ class CodeService:
         }
         c = data["counts"]
         lines = [(f"reindex: {c['added']} added, {c['updated']} updated, {c['removed']} removed, {c['unchanged']} "
-                  f"unchanged, {c['failed']} failed in {report.seconds:.2f} s")]
+                  f"unchanged, {c['failed']} failed in {report.seconds:.2f} s ({report.bytes_read:,} bytes read)")]
         for key in ("added", "updated", "removed"):
             if data[key]:
                 lines.append(f"{key}: {', '.join(data[key])}")
@@ -463,43 +474,47 @@ class CodeService:
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def filtered_search(retriever: Any, query: str, k: int, prefix: str | None, language: str | None) -> tuple[list[Any], float]:
-    """The ``k`` best hits under ``prefix`` in ``language``, and the query's confidence.
+def search_with_contexts(retriever: Any, query: str, k: int, path: str | None,
+                         language: str | None) -> tuple[list[Any], float, list[Any]]:
+    """The ``k`` best hits (filtered inside the searches), the confidence, and each hit's expansion material.
 
-    Until :meth:`CodeRetriever.retrieve`/``search`` filter by path and language inside the index, this searches
-    deeper (``k * 25``, at least 200 candidates) and filters the ranked list here; the confidence is that of the
-    unfiltered search. A filter that matches only files ranked below that depth finds nothing.
+    One function on purpose: :func:`~llmc_splitters.mcp.replies.fit_search` expands these contexts several times
+    to fit the budget, which ``CodeRetriever.retrieve`` (one search, one expansion) cannot do; a public
+    ``CodeRetriever.expand(hits, budget)`` would replace this.
     """
-    if prefix is None and language is None:
-        found = retriever.search(query, k)
-        return list(found.hits), float(found.confidence)
-    found = retriever.search(query, max(k * 25, 200))
-    keep = [h for h in found.hits
-            if (prefix is None or _under(h.span.path or "", prefix)) and (language is None or h.span.language == language)]
-    return [dataclasses.replace(h, rank=i) for i, h in enumerate(keep[:k])], float(found.confidence)
+    found = retriever.search(query, k, path=path, language=language)
+    hits = list(found.hits)
+    return hits, float(found.confidence), [retriever.index.hit_context(h.span, h.score) for h in hits]
 
 
-def _under(rel: str, prefix: str) -> bool:
-    return not prefix or rel == prefix or rel.startswith(prefix.rstrip("/") + "/")
+def _language(language: Any) -> str:
+    from ..chunking.dispatch import resolve_language
+
+    try:
+        return resolve_language(language)
+    except UnsupportedInputError:
+        msg = f"language {language!r} is not one the index knows; use a name such as 'python', 'javascript', " \
+              "'typescript' or 'bash', or omit it"
+        raise RequestError(msg) from None
 
 
-def _by_suffix(retriever: Any, name: str, rel: str | None) -> list[Any]:
-    """Definitions whose qualified name ends with ``.name`` (``run`` finds ``Job.run``), when no name is exact.
+def _path_filter(store: Any, prefix: str) -> str:
+    """The search filter for ``path``: a file, a glob, or a directory (``json`` is ``json/``, never ``json5/``).
 
-    :meth:`CodeIndex.get_symbol` tries that suffix only on span names; a method inside a class that fit in one leaf
-    is not a span of its own, only an entry of the leaf's ``metadata["symbols"]``, so it is looked up here.
+    Raises:
+        RequestError: No indexed file is there.
     """
-    suffix = "." + name
-    qualified = sorted({str(sym["name"]) for s in retriever.index.spans(rel)
-                        for sym in s.metadata.get("symbols") or () if str(sym.get("name", "")).endswith(suffix)})
-    out: list[Any] = []
-    for q in qualified:
-        out.extend(retriever.get_symbol(q, rel))
-    return sorted(set(out), key=lambda sn: (sn.path or "", sn.start_byte, -sn.end_byte))
+    from ..retrieval.filters import SearchFilter
 
-
-def _line_count(retriever: Any, rel: str) -> int:
-    for s in retriever.index.spans(rel, role="parent"):
-        if s.parent_id is None:
-            return int(s.end_line)
-    return max((int(s.end_line) for s in retriever.index.spans(rel)), default=1)
+    if SearchFilter.of(path=prefix).is_glob:
+        if not store.paths(glob=prefix):
+            msg = f"no indexed file matches {prefix!r}; '*' matches any characters ('/' too), or omit path"
+            raise RequestError(msg)
+        return prefix
+    if store.marker(prefix) is not None:
+        return prefix
+    if not store.count_paths(prefix + "/"):
+        msg = f"no indexed file is under {prefix!r}; give a directory or file as search_code reports paths, " \
+              "or omit path"
+        raise RequestError(msg)
+    return prefix + "/"

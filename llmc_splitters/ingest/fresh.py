@@ -1,33 +1,42 @@
-"""Keep the served index in step with the tree on disk: a stat-first scan, refreshes in small batches, a watcher.
+"""Keep an index in step with its tree on disk: a stat-first scan that finds the candidates, refreshes, a watcher.
 
-What a scan reads (:class:`TreeState`):
+Two layers check stats, each for its own job:
 
-* the ``stat`` of every file it indexed last time: a file whose size and modification time are what they were is
-  not read again; one that changed, or is gone, is queued;
-* the ``stat`` of every directory the last walk entered and of the ``.gitignore`` files in them: a file added,
-  removed or renamed changes its directory's modification time, an edited ``.gitignore`` changes the selection;
-  only then is the tree walked again (:func:`~llmc_splitters.ingest.walk.walk`, which reads the first 8 KiB of each
-  file to skip binary and generated ones) to find the new selection.
+* :class:`TreeState` finds *which paths may have changed* without reading files or the index: it keeps the
+  ``stat`` of every file it handed to the index, and the modification times of every directory the last walk
+  entered and of their ``.gitignore`` files. A file whose size and modification time are what they were is not a
+  candidate; a changed or vanished one is. The tree is walked again
+  (:func:`~llmc_splitters.ingest.walk.walk`, which reads the first 8 KiB of each file to skip binary and generated
+  ones) only when a directory changed (a file added, removed or renamed) or a ``.gitignore`` was edited. So a check
+  of an unchanged tree costs one ``stat`` per file and directory and reads no file contents, which is what lets a
+  server check before every request.
+* :meth:`CodeIndex.index_files <llmc_splitters.retrieval.CodeIndex.index_files>` decides *what to re-index*: its own
+  stat check (against the size and modification time recorded with each file) skips files that did not change, and
+  a content hash skips those only touched, so the first refresh after a start (which hands every selected file to
+  the index, :class:`TreeState` having no stats yet) reads no unchanged file either.
 
-So a scan of an unchanged tree reads no file contents, and its cost is one ``stat`` per file and directory. The
-first scan of a server has no stats yet: it walks, and hands every selected file to the index, which skips the
-unchanged ones by content hash (they are read, not re-chunked or re-embedded). A file's ``stat`` is taken *before*
-it is read, so a file written again while it is indexed looks changed to the next scan.
-
-:class:`Refresher` applies the changes: files are indexed (or removed) in batches of a few files, each under the
-write side of a :class:`~llmc_splitters.mcp.locks.ReadWriteLock`, so searches run between batches instead of waiting
-for a whole refresh; the index's per-file completion markers mean a search never sees a file half written. It keeps
-the index fresh in one of two ways:
+:class:`Refresher` applies the changes. Searches need no lock against it: each file's rows are replaced in one
+transaction and a query reads in one snapshot (:meth:`SpanStore.snapshot
+<llmc_splitters.retrieval.spanstore.SpanStore.snapshot>`), so it sees each file whole, before or after. It keeps the
+index fresh in one of two ways:
 
 * **watch**: a ``watchdog`` observer on the root; each event marks the tree dirty, and once no event has come for
   ``debounce`` seconds a scan runs (so a file being written is indexed once, after its last write);
 * **refresh**: before each request, :meth:`Refresher.before_request` runs a scan (a burst of concurrent requests
   shares one), indexing up to a few changed files inline; more changes, or a refresh that is already running, are
-  left to a background refresh and the reply says so.
+  left to a background refresh and the caller is told so.
 
-This layer stands in for what the index will do itself: once :meth:`CodeIndex.index_directory` records size and
-modification time per file (stat-first detection in the index), the scan can ask the index instead of keeping its
-own table.
+Example:
+    >>> import tempfile, pathlib
+    >>> from llmc_splitters.retrieval import CodeIndex
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (root / "m.py").write_text("def ping():\\n    return 1\\n")
+    >>> index = CodeIndex()
+    >>> refresher = Refresher(lambda: index, root, WalkOptions())
+    >>> refresher.refresh().added
+    ['m.py']
+    >>> refresher.refresh().changed           # nothing changed: one stat per file, nothing read
+    False
 """
 
 from __future__ import annotations
@@ -44,8 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LlmcError, missing_dependency
-from ..ingest.walk import ALWAYS_ENTER, WalkOptions, walk
-from .locks import ReadWriteLock
+from .walk import ALWAYS_ENTER, WalkOptions, walk
 
 __all__ = ["Changes", "RefreshReport", "Refresher", "TreeState"]
 
@@ -192,7 +200,11 @@ class TreeState:
 
 @dataclass
 class RefreshReport:
-    """What one refresh did. Paths are relative to the root."""
+    """What one refresh did. Paths are relative to the root.
+
+    Attributes:
+        bytes_read: File content the index read (0 when every file it was handed had the stat it recorded).
+    """
 
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
@@ -201,6 +213,7 @@ class RefreshReport:
     failed: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     walked: bool = False
+    bytes_read: int = 0
     seconds: float = 0.0
 
     @property
@@ -210,42 +223,31 @@ class RefreshReport:
 
 
 class Refresher:
-    """Applies scans to the index, in batches, and keeps it fresh (watch or refresh mode; see the module docstring).
+    """Applies scans to an index and keeps it fresh (watch or refresh mode; see the module docstring).
 
     Args:
-        retriever: Returns the open :class:`~llmc_splitters.retrieval.CodeRetriever` (may raise ``RequestError``).
+        index: Returns the open :class:`~llmc_splitters.retrieval.CodeIndex` (may raise an
+            :class:`~llmc_splitters.errors.LlmcError`, for example when the index cannot be opened yet).
         root: The indexed tree.
-        options: Its walk policy.
-        lock: The lock that searches take to read.
-        batch: Files per write batch.
+        options: Its walk policy (the one it was indexed with).
         on_refreshed: Called after each refresh that changed something (the CLI writes its manifest).
-
-    Example:
-        >>> refresher = Refresher(lambda: retriever, root, WalkOptions(), ReadWriteLock())   # doctest: +SKIP
-        >>> refresher.refresh(full=True).added                                                # doctest: +SKIP
-        ['pkg/__init__.py', 'pkg/client.py']
     """
 
     INLINE_LIMIT = 20  # changed files a request indexes before it answers; more go to a background refresh
 
     def __init__(
         self,
-        retriever: Callable[[], Any],
+        index: Callable[[], Any],
         root: Path,
         options: WalkOptions,
-        lock: ReadWriteLock,
         *,
-        batch: int = 16,
         on_refreshed: Callable[[RefreshReport], None] | None = None,
     ) -> None:
-        self._retriever = retriever
+        self._index = index
         self.root = root
         self.state = TreeState(root, options)
-        self.lock = lock
-        self.batch = batch
         self.on_refreshed = on_refreshed
         self.mode = "refresh"
-        self.failed: dict[str, str] = {}
         self.last_update: datetime | None = None
         self.last_report: RefreshReport | None = None
         self.last_error: str | None = None
@@ -288,8 +290,8 @@ class Refresher:
         Args:
             full: Walk the tree even if no directory changed (``reindex()``, the first refresh).
             only: Apply only changes under these relative paths (files or directories; ``""`` is the root).
-            force: Hand the files under ``only`` to the index even if their ``stat`` did not change (the index still
-                skips unchanged content by hash).
+            force: Hand the files under ``only`` to the index even if the scan saw no new ``stat`` (the index
+                still skips a file whose recorded stat matches, and one whose content hash matches).
         """
         with self._run_lock:
             return self._refresh_locked(full=full or not self._first_done, only=only, force=force)
@@ -301,21 +303,23 @@ class Refresher:
         self._scan_started = t0
         with self._cond:
             self._pending.clear()
+        whole_tree = only is None or "" in only
         try:
-            retriever = self._retriever()
+            index = self._index()
             if changes is None:
                 changes = self.state.scan(full=full)
             report = RefreshReport(walked=changes.walked)
-            if full and changes.selected is not None and (only is None or "" in only):
-                # Files the index holds that the tree no longer selects, including files cut short by a killed
-                # run (not in `paths`, hidden from search, but holding records).
-                held = set(retriever.index.paths) | set(getattr(retriever.index, "_incomplete", ()))
-                changes.removed = sorted(set(changes.removed) | (held - changes.selected))
+            if full and changes.selected is not None and whole_tree:
+                # Files the index holds that the tree no longer selects (deleted while no one watched, ignored
+                # since, or indexed by another run with other rules).
+                changes.removed = sorted(set(changes.removed) | (set(index.paths) - changes.selected))
             if only is not None:
                 changes = self._restrict(changes, only, force)
                 report.skipped = {p: why for p, why in changes.skipped.items() if _under(p.rstrip("/"), only)}
-            self._apply(retriever, changes, report)
-            if only is None or "" in only:
+            # The first refresh always goes through the index, even with nothing to hand it: the index then
+            # replays what a killed run left for its lexical index and vector store.
+            self._apply(index, changes, report, replay=not self._first_done)
+            if whole_tree:
                 self._first_done = True
             self.last_error = None
         except LlmcError as exc:
@@ -345,32 +349,26 @@ class Refresher:
                         out.stats[rel] = st
         return out
 
-    def _apply(self, retriever: Any, changes: Changes, report: RefreshReport) -> None:
-        done: list[str] = []
-        for i in range(0, len(changes.changed), self.batch):
-            part = changes.changed[i : i + self.batch]
-            with self.lock.write():
-                got = retriever.index_files([self.root / rel for rel in part], root=self.root)
-            report.added += got.added
-            report.updated += got.updated
-            report.removed += got.removed
-            report.unchanged += len(got.unchanged)
-            for rel, why in got.failed.items():
-                report.failed[rel] = why
-            for rel in part:
-                if rel in got.failed:
-                    self.failed[rel] = got.failed[rel]
-                else:
-                    self.failed.pop(rel, None)
-            # A failed file keeps its stat too: it is retried when it changes again, not on every scan.
-            done += part
-        for rel in changes.removed:
-            with self.lock.write():
-                retriever.remove(rel)
-            self.failed.pop(rel, None)
-            report.removed.append(rel)
+    def _apply(self, index: Any, changes: Changes, report: RefreshReport, *, replay: bool) -> None:
+        try:
+            if changes.changed or replay:
+                got = index.index_files([self.root / rel for rel in changes.changed], root=self.root)
+                report.added += got.added
+                report.updated += got.updated
+                report.removed += got.removed
+                report.unchanged += len(got.unchanged)
+                report.failed.update(got.failed)
+                report.bytes_read += got.bytes_read
+            if changes.removed:
+                report.removed += index.remove_many(changes.removed)
+        finally:
+            # Let another process (`llmc-splitters index`) write between refreshes: the lexical index admits one
+            # writer, and holds its directory lock as long as a writer is open.
+            for role in ("leaf", "summary"):
+                index.lexical(role).close()
         report.removed = sorted(set(report.removed))
-        self.state.commit(changes, done)
+        # A failed file keeps its stat too: it is retried when it changes again, not at every scan.
+        self.state.commit(changes)
 
     def before_request(self, *, wait: float = 2.0) -> str | None:
         """Refresh mode: bring the index up to date before a request; returns a note when it could not.
@@ -499,13 +497,17 @@ class Refresher:
                     self._cond.wait(quiet)
             self._safe_refresh()
 
-    def stop(self) -> None:
-        """Stop watching (background refreshes finish their current batch)."""
+    def stop(self, *, wait: float | None = None) -> None:
+        """Stop watching; with ``wait``, give a refresh that is running that many seconds to finish its writes."""
         self._stop.set()
         with self._cond:
             self._cond.notify_all()
         if self._observer is not None:
             self._observer.stop()
+        if wait is not None:
+            deadline = time.monotonic() + wait
+            for t in list(self._threads):
+                t.join(max(0.0, deadline - time.monotonic()))
 
 
 def _under(rel: str, only: Iterable[str]) -> bool:
