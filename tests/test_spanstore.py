@@ -28,6 +28,12 @@ def test_opening_to_read_never_creates_an_index(tmp_path):
     assert not where.exists() and not (tmp_path / "typo").exists()
 
 
+def test_an_index_not_written_yet_reports_itself_empty(tmp_path):
+    idx = CodeIndex(tmp_path / "db")  # created by its first write
+    assert idx.status()["files"] == 0 and idx.status()["pending"] == [] and "files=0" in repr(idx)
+    assert not (tmp_path / "db").exists()
+
+
 def test_a_corrupt_file_is_our_error_with_the_remedy(tmp_path):
     db = tmp_path / "db"
     CodeIndex(db).index_texts(SRC)

@@ -535,9 +535,12 @@ class SpanStore:
         return int(self._read("SELECT count(*) FROM files WHERE path >= ? AND path < ?", (prefix, hi))[0][0])
 
     def counts(self) -> dict[str, int]:
-        """``files``, ``leaves``, ``spans`` and cached ``vectors``, counted by SQLite."""
-        (files, leaves, spans), = self._read("SELECT count(*), coalesce(sum(n_leaves), 0), coalesce(sum(n_spans), 0) "
-                                            "FROM files")
+        """``files``, ``leaves``, ``spans`` and cached ``vectors``, counted by SQLite (all 0 before the first write
+        creates the index)."""
+        got = self._read("SELECT count(*), coalesce(sum(n_leaves), 0), coalesce(sum(n_spans), 0) FROM files")
+        if not got:
+            return {"files": 0, "leaves": 0, "spans": 0, "vectors": 0}
+        (files, leaves, spans), = got
         (vectors,), = self._read("SELECT count(*) FROM vectors")
         return {"files": files, "leaves": leaves, "spans": spans, "vectors": vectors}
 
