@@ -272,14 +272,15 @@ def test_bad_arguments_are_one_sentence_tool_errors_and_the_server_stays_up(tree
     anyio.run(main)
 
 
-def test_missing_index_is_a_tool_error_not_a_crash(tmp_path):
+@pytest.mark.parametrize("where", ["--db", "cwd"])
+def test_missing_index_is_a_tool_error_not_a_crash(tmp_path, where):
     empty = tmp_path / "nothing-here"
     empty.mkdir()
+    where_args = ["--db", str(empty / "db")] if where == "--db" else []  # else: no .llmc/ in the cwd or parents
 
     async def main():
-        params = StdioServerParameters(command=sys.executable,
-                                       args=["-m", "llmc_splitters", "mcp", "--db", str(empty / "db")],
-                                       env=_env(), cwd=str(tmp_path))
+        params = StdioServerParameters(command=sys.executable, args=["-m", "llmc_splitters", "mcp", *where_args],
+                                       env=_env(), cwd=str(empty))
         with open(tmp_path / "err.log", "w", encoding="utf-8") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as s:
@@ -289,15 +290,27 @@ def test_missing_index_is_a_tool_error_not_a_crash(tmp_path):
                         text = _one_sentence(await call(s, tool, **args))
                         assert "llmc-splitters" in text, text  # says how to get an index
                         assert str(tmp_path) not in text
+                    assert not (empty / "db").exists()  # asking never creates an index
 
     anyio.run(main)
 
 
 def test_unreachable_chroma_server_is_a_tool_error_and_the_server_stays_up(tmp_path):
+    """A hybrid index whose vectors are to be read from a Chroma server that does not answer (``--host``)."""
+    from llmc_splitters.cli import _minilm_available
+
+    if not _minilm_available():
+        pytest.skip("needs the MiniLM embedding (the [embeddings] extra) to build a hybrid index")
+    _copy(tmp_path / "tree", ["textwrap.py"])
+    subprocess.run([sys.executable, "-m", "llmc_splitters", "index", str(tmp_path / "tree"), "--db",
+                    str(tmp_path / "db"), "--embedding", "minilm", "-q"], env=_env(), check=True, timeout=170,
+                   stdout=subprocess.DEVNULL)
+
     async def main():
         params = StdioServerParameters(
             command=sys.executable, env=_env(), cwd=str(tmp_path),
-            args=["-m", "llmc_splitters", "mcp", "--host", "127.0.0.1", "--port", str(_free_port())])
+            args=["-m", "llmc_splitters", "mcp", "--db", str(tmp_path / "db"), "--host", "127.0.0.1", "--port",
+                  str(_free_port())])
         with open(tmp_path / "err.log", "w", encoding="utf-8") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as s:
@@ -305,6 +318,7 @@ def test_unreachable_chroma_server_is_a_tool_error_and_the_server_stays_up(tmp_p
                     for _ in range(2):  # asked again: the server tries again, and is still up
                         text = _one_sentence(await call(s, "search_code", query="anything"))
                         assert "Chroma" in text and "server" in text, text
+                        assert str(tmp_path) not in text
                     assert {t.name for t in (await s.list_tools()).tools} == TOOLS
 
     anyio.run(main)
@@ -485,17 +499,21 @@ def test_sigkill_during_indexing_then_restart_loses_nothing_and_duplicates_nothi
         st = anyio.run(finish, url)
     assert st["files_indexed"] == len(expected)
 
-    # Read the store the server left behind: every file complete, once.
+    # Read the index the server left behind: every file complete, once, and searchable by every engine.
     from llmc_splitters import ASTChunker
-    from llmc_splitters.retrieval import ChromaStore, CodeIndex
+    from llmc_splitters.retrieval import CodeIndex
 
-    index = CodeIndex(ChromaStore(path=str(root / ".llmc")))
+    index = CodeIndex(root / ".llmc", create=False)
     assert index.paths == expected
-    assert not index._incomplete
-    per_path: dict[str, int] = {}
-    for rec in index.store.records(documents=False):
-        per_path[str(rec.metadata["path"])] = per_path.get(str(rec.metadata["path"]), 0) + 1
-    assert per_path == {p: index._files[p].n_records for p in expected}  # no orphan or duplicate record
+    held = index.status()
+    assert held["pending"] == [] and held["failed"] == {}
+    markers = index.span_store.markers()
+    leaf_ids = index.lexical("leaf").ids()
+    for rel in expected:
+        leaves = index.spans(rel)
+        assert len(leaves) == markers[rel].n_leaves  # no orphan or duplicate row
+        assert {s.id for s in leaves} <= leaf_ids  # and BM25 holds each of them
+    assert index.lexical("leaf").count() == sum(m.n_leaves for m in markers.values())  # once
     chunker = ASTChunker(max_tokens=512, analyze=True)
     for rel in ("json/decoder.py", "typing.py", "zipfile.py"):
         text = (root / rel).read_text(encoding="utf-8")

@@ -34,6 +34,35 @@ def test_an_index_not_written_yet_reports_itself_empty(tmp_path):
     assert not (tmp_path / "db").exists()
 
 
+def test_a_reader_never_sees_the_index_file_before_its_tables(tmp_path, monkeypatch):
+    """The first write creates the index. A reader that looks while it is being created (the MCP server's status
+    during its first catch-up) finds no index, or a whole one: never a file without its tables."""
+    real_connect = sqlite3.connect
+    creating, looked = threading.Event(), threading.Event()
+
+    class Pausing(sqlite3.Connection):
+        def executescript(self, script):  # the schema is written after the file exists: look then
+            if "CREATE TABLE" in script and not creating.is_set():
+                creating.set()
+                assert looked.wait(30)
+            return super().executescript(script)
+
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **kw: real_connect(*a, factory=Pausing, **kw))
+    db = tmp_path / "db"
+    writer, reader = CodeIndex(db), CodeIndex(db)  # both opened before the index exists
+    t = threading.Thread(target=writer.index_texts, args=(SRC,))
+    t.start()
+    try:
+        assert creating.wait(30)
+        seen = reader.status()  # while the tables are being created
+    finally:
+        looked.set()
+        t.join(30)
+    assert seen["files"] == 0 and seen["pending"] == []
+    assert CodeIndex(db, create=False).paths == sorted(SRC)
+    assert sorted(p.name for p in db.iterdir() if p.name.startswith(".")) == []  # no file left behind
+
+
 def test_a_corrupt_file_is_our_error_with_the_remedy(tmp_path):
     db = tmp_path / "db"
     CodeIndex(db).index_texts(SRC)

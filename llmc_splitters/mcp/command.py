@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         open_retriever, root=root, walk_options=options,
         settings=ServiceSettings(max_tokens=args.max_tokens, hard_cap=args.hard_cap, k=args.k),
         freshness=args.freshness if root is not None else "off", debounce=args.debounce, location=where,
-        hide={str(db): "<db>"} if db is not None else None, on_refreshed=write_manifest,
+        hide=_hidden(db), on_refreshed=write_manifest,
     )
     if args.http is None:
         from .server import run_stdio
@@ -106,6 +106,16 @@ def run(args: argparse.Namespace) -> ExitCode:
         _cli._err(f"llmc-splitters mcp: streamable HTTP on http://{args.bind}:{args.http}/mcp")
         run_http(service, host=args.bind, port=args.http, allow_remote=args.allow_remote, token=token)
     return ExitCode.OK
+
+
+def _hidden(db: Path | None) -> dict[str, str]:
+    """Absolute paths replies must not show (besides the root and home, which the service hides): the index's
+    directory and the directory the server runs in (the "no index found in ..." message names it)."""
+    out = {str(db): "<db>"} if db is not None else {}
+    cwd = str(Path.cwd())
+    if len(cwd) > 1:
+        out.setdefault(cwd, "<cwd>")
+    return out
 
 
 def _walk_options_from(manifest: dict[str, Any], db: Path | None) -> Any:

@@ -290,6 +290,10 @@ class CodeService:
         retriever = self._retriever()
         fresh_note = self._fresh_note()
         notes = [n for n in (clamp_note, fresh_note) if n]
+        if self.refresher is not None and not self.refresher.caught_up and not retriever.index.span_store.exists:
+            # A new index is created by the first file the catch-up writes: until then there is nothing to search.
+            notes.append("the index of the tree is being built and holds no file yet: search again in a moment")
+            return fit_search(retriever, [], [], 0.0, budget, notes, clamped=clamp_note is not None)
         with retriever.index.span_store.snapshot():
             where = _path_filter(retriever.index.span_store, prefix) if prefix else None
             hits, confidence, contexts = search_with_contexts(retriever, query, k, where, lang)

@@ -209,6 +209,8 @@ class SpanStore:
     def _open(self) -> None:
         """Create the directory and the tables when missing, and check the format."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        if not self.file.is_file():
+            self._create()
         conn = self._conn()
         try:
             with conn:
@@ -223,6 +225,35 @@ class SpanStore:
                     raise StoreError(msg)
         except sqlite3.DatabaseError as exc:
             raise self._error("open", exc) from exc
+
+    def _create(self) -> None:
+        """Write an empty index to a file of its own, then link it in place: a reader in another thread or process
+        sees no index or one with its tables, never a file still without them. When two writers create the same
+        index at once, the first link wins and the other's file is dropped."""
+        tmp = self.dir / f".{DB_FILE}.{os.getpid()}.{threading.get_ident()}.new"
+        try:
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(_SCHEMA)
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+                conn.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)", list(self._on_create.items()))
+                conn.execute("COMMIT")
+            finally:
+                conn.close()  # a clean close folds the WAL into the file: the file alone is the index
+            try:
+                os.link(tmp, self.file)
+            except FileExistsError:
+                pass  # created meanwhile by another writer: use theirs
+            except OSError:  # a file system without hard links
+                if not self.file.exists():
+                    os.replace(tmp, self.file)
+        except sqlite3.DatabaseError as exc:
+            raise self._error("create", exc) from exc
+        finally:
+            for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+                leftover.unlink(missing_ok=True)
 
     def require(self) -> None:
         """Raise :class:`IndexNotFoundError` unless the index exists (for a query: nothing is created)."""
