@@ -5,7 +5,7 @@ Commands::
     llmc-splitters chunk PATH... [--max-tokens N] [--json]
     llmc-splitters index PATH [--db DIR] [--embedding auto|minilm|none] [--max-tokens N] [--include GLOB]...
                               [--exclude GLOB]... [--no-gitignore] [--hidden] [--no-default-excludes]
-                              [--include-generated] [--max-file-size BYTES] [--reset] [--json]
+                              [--include-generated] [--max-file-size BYTES] [--reset] [--json] [--watch]
     llmc-splitters query "question" [--db DIR] [--k N] [--max-context-tokens N] [--path PREFIX|GLOB]
                                     [--language NAME] [--kind KIND] [--json]
     llmc-splitters stats [--db DIR] [--json]
@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=_positive, default=1,
                    help="chunk in this many worker processes (default 1); writes stay in one process")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--watch", action="store_true",
+                   help="then follow the tree: re-index files as they change, until Ctrl-C (needs watchdog: the "
+                   "[mcp] extra)")
     p.add_argument("--list-skipped", action="store_true", help="list every skipped path with its reason")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
@@ -601,6 +604,8 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
               f"`llmc-splitters chunk {args.path}`)"
         raise CliError(msg, ExitCode.USAGE)
     root = root.resolve()
+    if args.watch and importlib.util.find_spec("watchdog") is None:
+        raise CliError("error: --watch needs watchdog: pip install 'llmc-splitters[mcp]'", ExitCode.MISSING_DEPENDENCY)
     db = Path(args.db).resolve() if args.db else root / DB_DIRNAME
     options = WalkOptions(
         include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
@@ -764,7 +769,45 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         _print_index_summary(summary, walked.skipped, list_all=args.list_skipped)
     if total.failed:
         _err(f"warning: {len(total.failed)} files could not be indexed (listed above); exit code 5")
-        return ExitCode.UNREADABLE
+    if args.watch:
+        return _watch_tree(index, root, options, as_json=args.json)
+    return ExitCode.UNREADABLE if total.failed else ExitCode.OK
+
+
+def _watch_tree(index: Any, root: Path, options: Any, *, as_json: bool) -> ExitCode:
+    """``index --watch``: re-index what changes (once the tree has been quiet for half a second), one line per
+    refresh, until SIGINT or SIGTERM; a refresh that is writing finishes first (see :mod:`.ingest.fresh`)."""
+    import signal
+
+    from .ingest.fresh import Refresher
+
+    def report(r: Any) -> None:
+        got = {"added": r.added, "updated": r.updated, "removed": r.removed, "failed": r.failed, "seconds": r.seconds}
+        line = json.dumps(got) if as_json else (
+            f"{_dt.datetime.now():%H:%M:%S} {len(r.added)} added, {len(r.updated)} updated, {len(r.removed)} removed"
+            f", {len(r.failed)} failed ({r.seconds:.2f} s): " + ", ".join([*r.added, *r.updated, *r.removed][:10]))
+        print(line, flush=True)
+        for path, why in r.failed.items():
+            _err(f"  FAILED {path}: {why}")
+
+    refresher = Refresher(lambda: index, root, options, on_refreshed=report)
+    refresher.refresh(full=True)  # the stats of the run above: nothing is read again
+    refresher.watch(0.5)
+    _err(f"watching {root} for changes (Ctrl-C to stop)")
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        refresher.stop(wait=60)
+    _err("stopped watching")
     return ExitCode.OK
 
 
