@@ -74,7 +74,7 @@ def test_index_watch_follows_edits_new_files_and_deletions_until_stopped(tmp_pat
     finally:
         proc.send_signal(stop)
         try:
-            out, err = proc.communicate(timeout=60)
+            _out, err = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
             raise
