@@ -185,9 +185,6 @@ class CodeService:
                     raise RequestError(self.scrub(str(exc))) from exc
             return self._opened
 
-    def _count(self, text: str) -> int:
-        return int(self._retriever().tokenizer.count(text))
-
     def _fresh_note(self) -> str | None:
         """Refresh mode: scan first. Watch mode: say whether changes are still queued."""
         r = self.refresher
