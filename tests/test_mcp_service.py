@@ -346,3 +346,38 @@ def test_slices_hold_the_budget_with_a_line_longer_than_it_and_many_matches():
     assert "60 matches; the first 50 are listed" in reply.text
     assert 1 <= len(shown) <= 50 and "def run(self):" in reply.text
     assert reply.text.count("def run(self):") == sum(shown)
+
+
+def test_watch_mode_retries_a_refresh_that_failed(tmp_path, monkeypatch):
+    """Another process holding the index's writer makes a refresh fail: it is tried again with no new event."""
+    pytest.importorskip("watchdog")
+    from llmc_splitters.retrieval.spanstore import StoreError
+
+    root = _copy(tmp_path / "src")
+    r = CodeRetriever()
+    service = CodeService(lambda: r, root=root, freshness="watch", debounce=0.1)
+    monkeypatch.setattr(service.refresher, "RETRY_SECONDS", 0.3)
+    real = r.index.index_files
+    failures = []
+
+    def busy_once(*args, **kwargs):
+        if not failures and service.refresher.caught_up:
+            failures.append(1)
+            raise StoreError("could not open the lexical index for writing: another process is indexing into it")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(r.index, "index_files", busy_once)
+    service.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not service.refresher.caught_up:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        (root / "heapq.py").write_text("def retried_thing():\n    return 1\n", encoding="utf-8")
+        while not (failures and not service.refresher.running and r.search("retried_thing", 1).hits
+                   and r.search("retried_thing", 1).hits[0].span.name == "retried_thing"):
+            assert time.monotonic() < deadline, service.index_status().text
+            time.sleep(0.05)
+        assert service.refresher.last_error is None  # the retry succeeded
+    finally:
+        service.stop(wait=5)

@@ -234,6 +234,7 @@ class Refresher:
     """
 
     INLINE_LIMIT = 20  # changed files a request indexes before it answers; more go to a background refresh
+    RETRY_SECONDS = 5.0  # watch mode: a refresh that failed (the index busy with another writer) is tried again
 
     def __init__(
         self,
@@ -410,17 +411,20 @@ class Refresher:
         self._threads = [x for x in self._threads if x.is_alive()] + [t]
         t.start()
 
-    def _safe_refresh(self, *, full: bool = False, scheduled: bool = False) -> None:
+    def _safe_refresh(self, *, full: bool = False, scheduled: bool = False) -> bool:
+        """One refresh in a background thread; ``False`` when it failed (logged, and kept in :attr:`last_error`)."""
         try:
             with self._run_lock:
                 if scheduled:
                     with self._cond:
                         self._scheduled = False
                 self._refresh_locked(full=full or not self._first_done, only=None, force=False)
+            return True
         except LlmcError as exc:
             log.warning("refresh failed: %s", exc)
         except Exception:
             log.exception("refresh failed")
+        return False
 
     # ----------------------------------------------------------------------------------------------- watch
 
@@ -495,7 +499,12 @@ class Refresher:
                 # Wait until the tree has been quiet for `debounce` seconds: a file being written is indexed once.
                 while (quiet := self._last_event + self.debounce - time.monotonic()) > 0:
                     self._cond.wait(quiet)
-            self._safe_refresh()
+            if not self._safe_refresh():
+                # Nothing was recorded as applied: the next scan finds the same changes. Schedule it, since no
+                # event may come to trigger it.
+                with self._cond:
+                    self._pending.add("")
+                    self._last_event = time.monotonic() + self.RETRY_SECONDS
 
     def stop(self, *, wait: float | None = None) -> None:
         """Stop watching; with ``wait``, give a refresh that is running that many seconds to finish its writes."""
