@@ -381,3 +381,23 @@ def test_watch_mode_retries_a_refresh_that_failed(tmp_path, monkeypatch):
         assert service.refresher.last_error is None  # the retry succeeded
     finally:
         service.stop(wait=5)
+
+
+def test_notebook_cells_are_the_documents_of_replies_and_get_lines(tmp_path):
+    notebook = Path(__file__).parent / "data" / "notebooks" / "tide-analysis.ipynb"
+    shutil.copyfile(notebook, tmp_path / "tides.ipynb")
+    cells = {f"tides.ipynb#cell{i}": "".join(c["source"]) for i, c in enumerate(json.loads(notebook.read_text())["cells"])}
+    r = CodeRetriever()
+    r.index_directory(tmp_path)
+    service = CodeService(lambda: r, freshness="off")
+    [sym] = service.get_symbol("daily_extremes").data["slices"]
+    cell = sym["path"]
+    assert cell.startswith("tides.ipynb#cell") and "def daily_extremes" in cells[cell]
+    reply = service.search_code("daily high and low water extremes", k=3, path="tides.ipynb")
+    assert reply.data["hits"] and all(h["path"].startswith("tides.ipynb#cell") for h in reply.data["hits"])
+    lines = cells[cell].splitlines(keepends=True)
+    got = service.get_lines(cell, 1, 2)
+    assert got.text == f"# {cell}:1-2\n" + "".join(lines[:2])
+    assert got.data["lines_in_file"] == len(lines)
+    with pytest.raises(RequestError, match=r"is a notebook: its cells are indexed one by one \(tides.ipynb#cell0"):
+        service.get_lines("tides.ipynb", 1)
