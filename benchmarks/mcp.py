@@ -111,6 +111,36 @@ def bench_refresh(src: Path, db: Path) -> dict[str, Any]:
     return {"after_touch": touched, "catch_up": first, "unchanged": again}
 
 
+def bench_calls(src: Path, db: Path, n: int = 40) -> dict[str, Any]:
+    """Where a search_code call's time goes, in process (no transport): medians of ``n`` calls, in seconds."""
+    from llmc_splitters.ingest.walk import WalkOptions
+    from llmc_splitters.mcp import CodeService
+    from llmc_splitters.mcp.service import search_with_contexts
+    from llmc_splitters.retrieval import CodeIndex, CodeRetriever
+
+    r = CodeRetriever(index=CodeIndex(db, create=False))
+    off = CodeService(lambda: r, freshness="off")
+    refresh = CodeService(lambda: r, root=src, walk_options=WalkOptions(never_enter=(str(db),)), freshness="refresh")
+    assert refresh.refresher is not None
+    refresh.refresher.refresh()
+
+    def median(fn: Any) -> float:
+        times = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            fn(QUERIES[i % len(QUERIES)])
+            times.append(time.perf_counter() - t0)
+        return round(statistics.median(times), 4)
+
+    return {
+        "calls": n,
+        "search_with_contexts": median(lambda q: search_with_contexts(r, q, 4, None, None)),
+        "search_code_freshness_off": median(off.search_code),
+        "search_code_freshness_refresh": median(refresh.search_code),
+        "stat_only_scan": median(lambda q: refresh.refresher.state.scan()),
+    }
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -223,6 +253,11 @@ def write_report(res: dict[str, Any]) -> None:
         f"| caught up with the tree, idle | {sv['rss_idle_mb']} |",
         f"| after {sv['queries']} search_code calls | {sv['rss_after_queries_mb']} |",
         "",
+        f"In process, medians of {res['calls']['calls']} calls: the search with the hits' context "
+        f"{res['calls']['search_with_contexts']} s; the whole budgeted reply {res['calls']['search_code_freshness_off']}"
+        f" s; with the stat-only scan of refresh mode first {res['calls']['search_code_freshness_refresh']} s (the "
+        f"scan alone {res['calls']['stat_only_scan']} s). The rest of a call over HTTP is the transport.",
+        "",
         f"Search ready {sv['search_ready_seconds']} s after start, caught up with the tree ({sv['files_indexed']:,} "
         f"files) at {sv['caught_up_seconds']} s. First search_code {sv['first_query_seconds']} s; then p50 "
         f"{sv['query_p50_seconds']} s, p95 {sv['query_p95_seconds']} s per call (default 8,000-token replies, a "
@@ -254,6 +289,7 @@ def main(argv: list[str] | None = None) -> None:
         res["index_seconds"] = round(time.perf_counter() - t0, 1)
         res["scan"] = bench_scan(src, db)
         res["refresh"] = bench_refresh(src, db)
+        res["calls"] = bench_calls(src, db)
         res["server"] = bench_server(src, db, args.queries)
     res["load_end"] = os.getloadavg()[0]
     write_report(res)
