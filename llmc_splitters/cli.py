@@ -5,10 +5,11 @@ Commands::
     llmc-splitters chunk PATH... [--max-tokens N] [--json]
     llmc-splitters index PATH [--db DIR] [--embedding auto|minilm|none] [--max-tokens N] [--include GLOB]...
                               [--exclude GLOB]... [--no-gitignore] [--hidden] [--no-default-excludes]
-                              [--include-generated] [--max-file-size BYTES] [--reset] [--json]
+                              [--include-generated] [--max-file-size BYTES] [--reset] [--json] [--watch]
     llmc-splitters query "question" [--db DIR] [--k N] [--max-context-tokens N] [--path PREFIX|GLOB]
                                     [--language NAME] [--kind KIND] [--json]
     llmc-splitters stats [--db DIR] [--json]
+    llmc-splitters mcp [PATH] [--db DIR] [--http PORT] [--max-tokens N] [--hard-cap N] [--freshness watch|refresh|off]
 
 The index lives in a directory, by default ``PATH/.llmc/``: spans and BM25 postings (``llmc.sqlite3``,
 ``lexical/``) and, when it has an embedding model, its vectors in embedded Chroma (``chroma/``) or on a ``chroma
@@ -158,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=_positive, default=1,
                    help="chunk in this many worker processes (default 1); writes stay in one process")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--watch", action="store_true",
+                   help="then follow the tree: re-index files as they change, until Ctrl-C (needs watchdog: the "
+                   "[mcp] extra)")
     p.add_argument("--list-skipped", action="store_true", help="list every skipped path with its reason")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
@@ -182,7 +186,58 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_args(p, f"index directory (default: {DB_DIRNAME}/ in the current directory or a parent, or $LLMC_DB)",
                     writes=False)
     p.add_argument("--json", action="store_true", help="as JSON")
+
+    _add_mcp_parser(sub)
     return parser
+
+
+def _port(text: str) -> int:
+    n = _positive(text)
+    if n > 65535:
+        raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), got {n}")
+    return n
+
+
+def _seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 <= x <= 60:
+        raise argparse.ArgumentTypeError(f"expected 0 to 60 seconds, got {x}")
+    return x
+
+
+def _add_mcp_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "mcp", help="serve the index to agents over the Model Context Protocol (stdio, or HTTP on localhost)",
+        description="Serve one index to an agent as an MCP server: search_code (budgeted context), get_symbol, "
+        "get_lines, index_status, reindex. Given PATH, the tree is indexed on start and followed as it changes; "
+        "otherwise an existing index (--db, --host) is served. stdio by default; --http PORT for streamable HTTP "
+        "on 127.0.0.1. Needs the [mcp] extra.",
+        epilog="A non-loopback --bind needs --allow-remote and a bearer token in $LLMC_MCP_TOKEN, checked on every "
+        "request.")
+    p.add_argument("path", nargs="?", metavar="PATH",
+                   help=f"source tree to serve: indexed on start (into PATH/{DB_DIRNAME} unless --db), then kept fresh")
+    _add_store_args(p, f"index directory (default: PATH/{DB_DIRNAME}; without PATH, {DB_DIRNAME}/ in the current "
+                       "directory or a parent, or $LLMC_DB)", writes=True)
+    p.add_argument("--embedding", choices=("auto", "minilm", "none"), default="auto",
+                   help="for a new index built from PATH: auto (MiniLM if installed, else lexical BM25), minilm or none")
+    p.add_argument("--max-tokens", type=_positive,
+                   help="default reply budget in tokens (search_code without max_tokens; get_symbol/get_lines); 8000, "
+                   "or the hard cap if that is lower")
+    p.add_argument("--hard-cap", type=_positive, default=25000,
+                   help="largest reply budget a request may ask for; larger requests are clamped (default 25000)")
+    p.add_argument("--k", type=_positive, default=4, help="default number of hits of search_code (default 4)")
+    p.add_argument("--freshness", choices=("watch", "refresh", "off"), default="watch",
+                   help="how the index follows the tree (with PATH or a recorded root): watch (a file watcher, the "
+                   "default), refresh (a stat check before each request), off (PATH is still indexed on start)")
+    p.add_argument("--debounce", type=_seconds, default=0.5,
+                   help="watch mode: seconds without changes before changed files are indexed (default 0.5)")
+    p.add_argument("--http", type=_port, metavar="PORT", help="serve streamable HTTP at http://BIND:PORT/mcp")
+    p.add_argument("--bind", default="127.0.0.1", metavar="ADDR", help="HTTP interface (default 127.0.0.1)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="accept a non-loopback --bind; requires $LLMC_MCP_TOKEN, checked on every request")
 
 
 # ------------------------------------------------------------------------------------------------------ main
@@ -202,7 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return int(ExitCode.USAGE)
-        handler = {"chunk": _cmd_chunk, "index": _cmd_index, "query": _cmd_query, "stats": _cmd_stats}[args.command]
+        handler = {"chunk": _cmd_chunk, "index": _cmd_index, "query": _cmd_query, "stats": _cmd_stats,
+                   "mcp": _cmd_mcp}[args.command]
         return int(handler(args))
     except CliError as exc:
         _err(str(exc))
@@ -549,6 +605,8 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
               f"`llmc-splitters chunk {args.path}`)"
         raise CliError(msg, ExitCode.USAGE)
     root = root.resolve()
+    if args.watch and importlib.util.find_spec("watchdog") is None:
+        raise CliError("error: --watch needs watchdog: pip install 'llmc-splitters[mcp]'", ExitCode.MISSING_DEPENDENCY)
     db = Path(args.db).resolve() if args.db else root / DB_DIRNAME
     options = WalkOptions(
         include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
@@ -712,7 +770,45 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         _print_index_summary(summary, walked.skipped, list_all=args.list_skipped)
     if total.failed:
         _err(f"warning: {len(total.failed)} files could not be indexed (listed above); exit code 5")
-        return ExitCode.UNREADABLE
+    if args.watch:
+        return _watch_tree(index, root, options, as_json=args.json)
+    return ExitCode.UNREADABLE if total.failed else ExitCode.OK
+
+
+def _watch_tree(index: Any, root: Path, options: Any, *, as_json: bool) -> ExitCode:
+    """``index --watch``: re-index what changes (once the tree has been quiet for half a second), one line per
+    refresh, until SIGINT or SIGTERM; a refresh that is writing finishes first (see :mod:`.ingest.fresh`)."""
+    import signal
+
+    from .ingest.fresh import Refresher
+
+    def report(r: Any) -> None:
+        got = {"added": r.added, "updated": r.updated, "removed": r.removed, "failed": r.failed, "seconds": r.seconds}
+        line = json.dumps(got) if as_json else (
+            f"{_dt.datetime.now():%H:%M:%S} {len(r.added)} added, {len(r.updated)} updated, {len(r.removed)} removed"
+            f", {len(r.failed)} failed ({r.seconds:.2f} s): " + ", ".join([*r.added, *r.updated, *r.removed][:10]))
+        print(line, flush=True)
+        for path, why in r.failed.items():
+            _err(f"  FAILED {path}: {why}")
+
+    refresher = Refresher(lambda: index, root, options, on_refreshed=report)
+    refresher.refresh(full=True)  # the stats of the run above: nothing is read again
+    refresher.watch(0.5)
+    _err(f"watching {root} for changes (Ctrl-C to stop)")
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        refresher.stop(wait=60)
+    _err("stopped watching")
     return ExitCode.OK
 
 
@@ -914,3 +1010,11 @@ def _cmd_stats(args: argparse.Namespace) -> ExitCode:
     sys.stdout.write("\n".join(lines) + "\n")
     return ExitCode.OK
 
+
+# ------------------------------------------------------------------------------------------------------ mcp
+
+
+def _cmd_mcp(args: argparse.Namespace) -> ExitCode:
+    from .mcp.command import run
+
+    return run(args)

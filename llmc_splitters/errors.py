@@ -33,6 +33,11 @@ class MalformedNotebookError(UnsupportedInputError):
     """An ``.ipynb`` file that is not valid notebook JSON."""
 
 
+class RequestError(LlmcError, ValueError):
+    """A request to a server (an MCP tool call) that cannot be served as given: a bad argument, a path outside the
+    indexed root, a missing index. The message is one sentence that says what to do instead."""
+
+
 class MissingDependencyError(LlmcError, ImportError):
     """An optional dependency is not installed; the message gives the ``pip install`` line."""
 

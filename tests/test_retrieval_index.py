@@ -301,3 +301,23 @@ def test_writes_go_by_group_and_a_query_reads_only_its_candidates(tmp_path: Path
     assert reopened.index.paths == r.index.paths and reopened.index.leaf_count() == r.index.leaf_count()
     again = reopened.index_directory(src)
     assert again.unchanged == r.index.paths and again.bytes_read == 0
+
+
+def test_a_bare_method_name_finds_methods_of_classes_that_fit_one_leaf(tmp_path: Path) -> None:
+    """``run`` finds ``Job.run`` also when the method is not a span of its own (only an entry of its class leaf's
+    ``symbols``), and non-ASCII names are found as the chunker recorded them."""
+    src = "".join(f"class Job{i}:\n    def run(self):\n        return {i}\n\n" for i in range(3))
+    src += "class Größe:\n    def läuft(self):\n        return 'ja'\n"
+    r = CodeRetriever(path=tmp_path / "db", max_tokens=512)
+    r.index_texts({"jobs.py": src})
+    assert [s.name for s in r.index.spans("jobs.py")] == ["Job0", "Job1", "Job2", "Größe"]  # methods inside leaves
+    lines = src.splitlines(keepends=True)
+    runs = r.get_symbol("run")
+    assert [(s.start_line, s.end_line) for s in runs] == [(2, 3), (6, 7), (10, 11)]
+    assert [s.text for s in runs] == ["".join(lines[a - 1 : b]) for a, b in ((2, 3), (6, 7), (10, 11))]
+    assert r.get_symbol("run") == sorted(r.get_symbol("Job0.run") + r.get_symbol("Job1.run") + r.get_symbol("Job2.run"),
+                                         key=lambda s: s.start_byte)
+    (umlaut,) = r.get_symbol("läuft")
+    assert umlaut.text == "    def läuft(self):\n        return 'ja'\n"
+    assert r.get_symbol("Größe.läuft") == [umlaut]
+    assert r.get_symbol("un") == []  # a suffix of a name part is not a name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 
@@ -25,6 +26,41 @@ def test_opening_to_read_never_creates_an_index(tmp_path):
     with pytest.raises(IndexNotFoundError):
         CodeIndex(where, create=False)
     assert not where.exists() and not (tmp_path / "typo").exists()
+
+
+def test_an_index_not_written_yet_reports_itself_empty(tmp_path):
+    idx = CodeIndex(tmp_path / "db")  # created by its first write
+    assert idx.status()["files"] == 0 and idx.status()["pending"] == [] and "files=0" in repr(idx)
+    assert not (tmp_path / "db").exists()
+
+
+def test_a_reader_never_sees_the_index_file_before_its_tables(tmp_path, monkeypatch):
+    """The first write creates the index. A reader that looks while it is being created (the MCP server's status
+    during its first catch-up) finds no index, or a whole one: never a file without its tables."""
+    real_connect = sqlite3.connect
+    creating, looked = threading.Event(), threading.Event()
+
+    class Pausing(sqlite3.Connection):
+        def executescript(self, script):  # the schema is written after the file exists: look then
+            if "CREATE TABLE" in script and not creating.is_set():
+                creating.set()
+                assert looked.wait(30)
+            return super().executescript(script)
+
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **kw: real_connect(*a, factory=Pausing, **kw))
+    db = tmp_path / "db"
+    writer, reader = CodeIndex(db), CodeIndex(db)  # both opened before the index exists
+    t = threading.Thread(target=writer.index_texts, args=(SRC,))
+    t.start()
+    try:
+        assert creating.wait(30)
+        seen = reader.status()  # while the tables are being created
+    finally:
+        looked.set()
+        t.join(30)
+    assert seen["files"] == 0 and seen["pending"] == []
+    assert CodeIndex(db, create=False).paths == sorted(SRC)
+    assert sorted(p.name for p in db.iterdir() if p.name.startswith(".")) == []  # no file left behind
 
 
 def test_a_corrupt_file_is_our_error_with_the_remedy(tmp_path):
@@ -130,3 +166,58 @@ def test_readers_in_threads_see_only_complete_files_while_one_writes(tmp_path):
             t.join()
     assert not errors, errors
     assert seen and all(a == b for a, b in seen)
+
+
+OLD = "import os\nimport sys\n\n\nclass Widget:\n    def frobnicate(self):\n        return os.getcwd()\n\n    def other(self):\n        return sys.argv\n"
+NEW = "import json\n# two lines that move\n# everything down\nimport os\n\n\nclass Widget:\n    size = 3\n\n    def frobnicate(self):\n        return os.getcwd()\n\n    def other(self):\n        return sys.argv\n"
+
+
+def _rewritten_between_search_and_context(db, *, snapshot: bool):
+    """Search in one thread; rewrite the file in another before the hit's context is read; return that context."""
+    idx = CodeIndex(db, max_tokens=16)
+    idx.index_texts({"w.py": OLD})
+    searched, written = threading.Event(), threading.Event()
+    out = {}
+
+    def query() -> None:
+        reader = CodeIndex(db, max_tokens=16)
+        with reader.span_store.snapshot() if snapshot else contextlib.nullcontext():
+            hit = reader.search("frobnicate getcwd", k=1).hits[0]
+            searched.set()
+            written.wait(30)
+            out["hit"], out["context"] = hit, reader.hit_context(hit.span)
+        out["after"] = reader.hit_context(hit.span)  # outside the block: the latest commit
+
+    t = threading.Thread(target=query)
+    t.start()
+    assert searched.wait(30)
+    idx.index_texts({"w.py": NEW})
+    written.set()
+    t.join(30)
+    return out
+
+
+def test_a_query_in_a_snapshot_sees_one_version_of_a_file_rewritten_meanwhile(tmp_path):
+    # Without a snapshot, the hit of the old version gets the import bindings of the new one: `import json`, which
+    # the method does not use, instead of `import os`, which it does.
+    mixed = _rewritten_between_search_and_context(tmp_path / "a", snapshot=False)
+    assert mixed["hit"].span.text in OLD
+    assert "import json\n" in [s.text for s in mixed["context"].imports]
+
+    got = _rewritten_between_search_and_context(tmp_path / "b", snapshot=True)
+    ctx = got["context"]
+    assert ctx.hit.text == "    def frobnicate(self):\n        return os.getcwd()\n\n"
+    assert [s.text for s in ctx.imports] == ["import os\n"]
+    assert [sc.snippet.text for sc in ctx.scopes] == [OLD[OLD.index("class Widget"):]]
+    assert "import json\n" in [s.text for s in got["after"].imports]  # the block ended: the latest commit
+
+
+def test_a_snapshot_refuses_a_write_of_its_own_thread_and_nests(tmp_path):
+    idx = CodeIndex(tmp_path / "db")
+    idx.index_texts(SRC)
+    with idx.span_store.snapshot(), idx.span_store.snapshot():
+        assert idx.paths == sorted(SRC)
+        with pytest.raises(StoreError, match="inside a read snapshot"):
+            idx.index_texts({"pkg/new.py": "X = 1\n"})
+    idx.index_texts({"pkg/new.py": "X = 1\n"})  # after the block: writes again
+    assert "pkg/new.py" in idx.paths

@@ -1,6 +1,6 @@
-"""Ingestion: walking a tree (:mod:`.walk`), git manifests (:mod:`.manifest`), per-file span rows (:mod:`.rows`),
-the local process-pool pipeline (:mod:`.pipeline`: sinks, stages, the one writer of the index) and Ray Data
-(:mod:`.ray`).
+"""Ingestion: walking a tree (:mod:`.walk`), keeping an index in step with it (:mod:`.fresh`: stat-first scans, a
+file watcher), git manifests (:mod:`.manifest`), per-file span rows (:mod:`.rows`), the local process-pool pipeline
+(:mod:`.pipeline`: sinks, stages, the one writer of the index) and Ray Data (:mod:`.ray`).
 
 The per-file row functions are re-exported here, so ``from llmc_splitters.ingest import chunk_file`` works as it
 did when they lived in one ``ingest`` module. Ray and the stores load only when a pipeline runs.

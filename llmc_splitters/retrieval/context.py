@@ -265,13 +265,21 @@ def get_symbol(store: SpanStore, name: str, path: str | None = None) -> list[Sni
         keep = [r for r in rows if r.role == "parent" or r.span.name not in parents]  # type: ignore[attr-defined]
         return [snippet(r.span) for r in keep if r.span.parent_id is not None or r.role == "leaf"]  # type: ignore[attr-defined]
 
+    def inside_leaves(match: Callable[[str], bool], leaves: Iterable[Span]) -> list[Snippet]:
+        got = []
+        for leaf in leaves:
+            for sym in leaf.metadata.get("symbols") or ():
+                if match(str(sym.get("name", ""))) and "start_line" in sym and "end_line" in sym:
+                    got.append(get_lines(store, leaf.path or "", int(sym["start_line"]), int(sym["end_line"])))
+        return got
+
     out = whole(store.by_name(name, path))
     if not out:
-        for leaf in store.with_symbol(name, path):
-            for sym in leaf.metadata.get("symbols") or ():
-                if sym.get("name") == name and "start_line" in sym and "end_line" in sym:
-                    out.append(get_lines(store, leaf.path or "", int(sym["start_line"]), int(sym["end_line"])))
+        out = inside_leaves(lambda n: n == name, store.with_symbol(name, path))
     if not out:
+        # A bare or partly qualified name (``run`` for ``Job.run``): a span of that name, or a definition inside
+        # a leaf (a method of a class that fit in one leaf is not a span of its own).
         tail = name.rsplit(".", 1)[-1]
         out = whole(r for r in store.by_name(tail, path, tail=True) if (r.span.name or "").endswith("." + name))
+        out += inside_leaves(lambda n: n.endswith("." + name), store.with_symbol(name, path, suffix=True))
     return sorted(set(out), key=lambda s: (s.path or "", s.start_byte, -s.end_byte))

@@ -26,6 +26,7 @@ leaves that overlap it: the file text is never stored twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -208,6 +209,8 @@ class SpanStore:
     def _open(self) -> None:
         """Create the directory and the tables when missing, and check the format."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        if not self.file.is_file():
+            self._create()
         conn = self._conn()
         try:
             with conn:
@@ -222,6 +225,35 @@ class SpanStore:
                     raise StoreError(msg)
         except sqlite3.DatabaseError as exc:
             raise self._error("open", exc) from exc
+
+    def _create(self) -> None:
+        """Write an empty index to a file of its own, then link it in place: a reader in another thread or process
+        sees no index or one with its tables, never a file still without them. When two writers create the same
+        index at once, the first link wins and the other's file is dropped."""
+        tmp = self.dir / f".{DB_FILE}.{os.getpid()}.{threading.get_ident()}.new"
+        try:
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(_SCHEMA)
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+                conn.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)", list(self._on_create.items()))
+                conn.execute("COMMIT")
+            finally:
+                conn.close()  # a clean close folds the WAL into the file: the file alone is the index
+            try:
+                os.link(tmp, self.file)
+            except FileExistsError:
+                pass  # created meanwhile by another writer: use theirs
+            except OSError:  # a file system without hard links
+                if not self.file.exists():
+                    os.replace(tmp, self.file)
+        except sqlite3.DatabaseError as exc:
+            raise self._error("create", exc) from exc
+        finally:
+            for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+                leftover.unlink(missing_ok=True)
 
     def require(self) -> None:
         """Raise :class:`IndexNotFoundError` unless the index exists (for a query: nothing is created)."""
@@ -270,6 +302,33 @@ class SpanStore:
             self._local.conn = conn
         return conn
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read of this thread inside the block sees one committed state of the index.
+
+        A query reads several times (its hits, then their parents, their file's bindings, the leaves of a range):
+        outside a snapshot each read sees the latest commit, so a file rewritten between two reads can pair a hit
+        of its old version with the import bindings of its new one. Inside, the reads share one read transaction
+        (WAL mode: writers in other threads and processes go on, and their commits become visible after the
+        block). Blocks nest; this thread must not write inside one.
+        """
+        depth = getattr(self._local, "snapshot", 0)
+        if depth or not self.exists:  # nested, or nothing to read yet
+            yield
+            return
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN DEFERRED")  # the snapshot is taken by the first read
+        except sqlite3.DatabaseError as exc:
+            raise self._error("read", exc) from exc
+        self._local.snapshot = 1
+        try:
+            yield
+        finally:
+            self._local.snapshot = 0
+            with contextlib.suppress(sqlite3.DatabaseError):
+                conn.execute("COMMIT")
+
     def _error(self, what: str, exc: BaseException) -> StoreError:
         text = str(exc)
         if "locked" in text or "busy" in text:
@@ -317,6 +376,9 @@ class SpanStore:
             self.store = store
 
         def __enter__(self) -> sqlite3.Connection:
+            if getattr(self.store._local, "snapshot", 0):
+                msg = f"{self.store!r}: a write inside a read snapshot (SpanStore.snapshot) of the same thread"
+                raise StoreError(msg)
             self.store._write_lock.acquire()
             if not self.store.exists:
                 try:
@@ -504,9 +566,12 @@ class SpanStore:
         return int(self._read("SELECT count(*) FROM files WHERE path >= ? AND path < ?", (prefix, hi))[0][0])
 
     def counts(self) -> dict[str, int]:
-        """``files``, ``leaves``, ``spans`` and cached ``vectors``, counted by SQLite."""
-        (files, leaves, spans), = self._read("SELECT count(*), coalesce(sum(n_leaves), 0), coalesce(sum(n_spans), 0) "
-                                            "FROM files")
+        """``files``, ``leaves``, ``spans`` and cached ``vectors``, counted by SQLite (all 0 before the first write
+        creates the index)."""
+        got = self._read("SELECT count(*), coalesce(sum(n_leaves), 0), coalesce(sum(n_spans), 0) FROM files")
+        if not got:
+            return {"files": 0, "leaves": 0, "spans": 0, "vectors": 0}
+        (files, leaves, spans), = got
         (vectors,), = self._read("SELECT count(*) FROM vectors")
         return {"files": files, "leaves": leaves, "spans": spans, "vectors": vectors}
 
@@ -634,9 +699,11 @@ class SpanStore:
             out.append(SpanRow(span, role, file, eh))
         return out
 
-    def with_symbol(self, name: str, path: str | None = None) -> list[Span]:
-        """Leaves whose recorded ``symbols`` (definitions inside a leaf) include ``name``."""
-        like = f'%"name": {json.dumps(name)}%'
+    def with_symbol(self, name: str, path: str | None = None, *, suffix: bool = False) -> list[Span]:
+        """Leaves whose recorded ``symbols`` (definitions inside a leaf) include ``name`` (``suffix``: may include a
+        name ending with ``.name``; the caller checks each symbol)."""
+        quoted = json.dumps(name, ensure_ascii=False)  # as the metadata column is written
+        like = f'%"name": "%.{quoted[1:]}%' if suffix else f'%"name": {quoted}%'
         sql = f"SELECT {_SPAN_COLUMNS} FROM spans WHERE role = 'leaf' AND metadata LIKE ?"
         args: list[Any] = [like]
         if path is not None:
