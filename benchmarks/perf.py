@@ -116,11 +116,9 @@ def _index_probe(n_files: int, embedding: str, trace: bool) -> dict[str, float |
         warm = Path(tmp) / "warm"
         warm.mkdir()
         (warm / "w.py").write_text("def f():\n    return 1\n")
-        # Warm-up (grammar, tokenizer, chromadb, bm25s loaded) in a collection of its own, deleted after: in-memory
-        # Chroma clients share one store per process.
-        warm_up = CodeRetriever(embedding=emb, collection="llmc-index-probe-warmup")
+        # Warm-up (grammar, tokenizer, the stores' modules loaded) in a temporary index of its own.
+        warm_up = CodeRetriever(embedding=emb)
         warm_up.index_directory(warm)
-        warm_up.index.store.client.delete_collection("llmc-index-probe-warmup")
         del warm_up
         if trace:
             import tracemalloc
@@ -134,7 +132,7 @@ def _index_probe(n_files: int, embedding: str, trace: bool) -> dict[str, float |
         peak = _peak_mb()
         traced = tracemalloc.get_traced_memory()[1] / 1e6 if trace else None
         after = _rss_mb()
-        records = retriever.index.store.count()
+        records = retriever.index.span_store.counts()["spans"]
         t1 = time.perf_counter()
         retriever.search("parse the header of a message", k=4)
         first_query = time.perf_counter() - t1

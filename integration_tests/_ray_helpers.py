@@ -1,5 +1,5 @@
 """Helpers the Ray workers import by name (this directory is on their PYTHONPATH): a counting embedding whose calls
-are recorded in a file (actors run in other processes), and picklable LangChain store factories."""
+are recorded in a file (actors run in other processes), and a picklable LangChain vector store factory."""
 
 from __future__ import annotations
 
@@ -57,10 +57,3 @@ def chroma_vectorstore(host: str, port: int, collection: str, dim: int = 32):
     client = chromadb.HttpClient(host=host, port=port, settings=Settings(anonymized_telemetry=False))
     return Chroma(collection_name=collection, client=client, embedding_function=HashingEmbedding(dim),
                   collection_metadata={"hnsw:space": "cosine"})
-
-
-def file_docstore(path: str):
-    """A file-backed LangChain docstore shared by every worker on this machine."""
-    from langchain_classic.storage import LocalFileStore, create_kv_docstore
-
-    return create_kv_docstore(LocalFileStore(path))

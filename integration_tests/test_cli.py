@@ -93,6 +93,31 @@ def indexed(tree) -> tuple[Path, list[str], dict]:
 # ---------------------------------------------------------------------------------------------------------- index
 
 
+def test_a_shell_heavy_tree_indexes_extensionless_scripts_under_their_language(tmp_path):
+    """A tree of extensionless ``#!`` scripts, generated here (as in a shell-heavy repository, where selecting by
+    extension indexed 19 of 430 files): every script is indexed and counted under its interpreter's language."""
+    shells = {"#!/bin/sh": 12, "#!/usr/bin/env bash": 9, "#!/bin/bash -e": 3, "#!/usr/bin/env python3": 4}
+    n = 0
+    for shebang, count in shells.items():
+        for _ in range(count):
+            body = (f"def step_{n}(args):\n    return sorted(args)\n" if "python" in shebang else
+                    f"step_{n}() {{\n  printf '%s\\n' \"step {n}: $*\"\n}}\n\nstep_{n} \"$@\"\n")
+            script = tmp_path / "scripts" / f"tool-{n}"
+            script.parent.mkdir(exist_ok=True)
+            script.write_text(f"{shebang}\n# Tool {n}.\n{body}", encoding="utf-8")
+            n += 1
+    (tmp_path / "README").write_text("Tools for the build.\n", encoding="utf-8")  # no extension, no #!: skipped
+    (tmp_path / "scripts" / "notes").write_text("#!not an interpreter\n", encoding="utf-8")
+    summary = index_json(tmp_path, "--embedding", "none")
+    assert summary["languages"] == {"bash": 24, "python": 4}
+    assert summary["added"] == summary["files"] == 28
+    skipped = {s["path"]: s["kind"] for s in summary["skipped_paths"]}
+    assert skipped["README"] == skipped["scripts/notes"] == "unsupported"
+    got = run("query", "step_7 printf", "--db", str(tmp_path / ".llmc"), "--json", "--k", "1")
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["hits"][0]["path"] == "scripts/tool-7"
+
+
 def test_index_summary_counts_and_skip_reasons(indexed):
     root, files, summary = indexed
     assert summary["files"] == len(files) >= 10
@@ -209,6 +234,27 @@ def test_query_prints_context_with_headers_and_scores(indexed):
     assert "1. json/decoder.py:" in out
     assert "# json/decoder.py:" in out
     assert "    def raw_decode(self, s, idx=0):" in out
+
+
+def test_a_lexical_query_imports_neither_chroma_nor_torch_and_reads_no_file(indexed, tmp_path):
+    """Start-up cost: a query on a lexical index loads only what it needs; a re-index of an unchanged tree reads
+    no file content (stat first) and writes nothing."""
+    root, files, _ = indexed
+    code = (
+        "import json, sys\n"
+        "from llmc_splitters import cli\n"
+        f"rc = cli.main(['query', 'parse the headers of a message', '--db', {str(root / '.llmc')!r}, '--json'])\n"
+        "heavy = sorted(m for m in ('chromadb', 'torch', 'sentence_transformers', 'transformers', 'bm25s') "
+        "if m in sys.modules)\n"
+        "print(json.dumps({'rc': rc, 'heavy': heavy}))\n"
+    )
+    got = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert got.returncode == 0, got.stderr
+    last = json.loads(got.stdout.strip().splitlines()[-1])
+    assert last == {"rc": 0, "heavy": []}
+    again = index_json(root, "--embedding", "none")
+    assert again["unchanged"] == len(files) and again["bytes_read"] == 0 and again["records_written"] == 0
 
 
 def test_query_json(indexed):
@@ -346,7 +392,7 @@ def test_exit_codes(tmp_path, indexed):
     got = run("stats", "--db", str(empty))
     assert got.returncode == 3
     got = run("query", "anything", "--db", str(root / ".llmc"), "--collection", "not_there")
-    assert got.returncode == 3 and "does not exist" in got.stderr
+    assert got.returncode == 2 and "is lexical" in got.stderr  # a lexical index has no vector collection
     got = run("index", str(tmp_path / "nope"))
     assert got.returncode == 4 and "no such directory" in got.stderr
     got = run("index", str(root / "json" / "decoder.py"))
@@ -465,20 +511,24 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.mark.slow
 def test_index_query_stats_against_a_chroma_server(tmp_path, chroma_server):
+    pytest.importorskip("sentence_transformers")
     host, port = chroma_server
     files = make_tree(tmp_path, ("json",))
+    db = tmp_path / ".llmc"
     server = ("--host", host, "--port", str(port), "--collection", "cli_test")
-    summary = index_json(tmp_path, "--embedding", "none", *server)
-    assert summary["added"] == len(files) and summary["db"] is None
-    assert not (tmp_path / ".llmc").exists()  # nothing written locally
-    again = index_json(tmp_path, *server)
-    assert again["unchanged"] == len(files)
-    got = run("query", "JSONDecoder raw_decode", "--json", *server)
+    summary = index_json(tmp_path, "--embedding", "minilm", *server)
+    assert summary["added"] == len(files) and summary["db"] == str(db) and summary["embedded"] > 0
+    assert (db / "llmc.sqlite3").is_file() and not (db / "chroma").exists()  # spans local, vectors on the server
+    again = index_json(tmp_path)  # the index records where its vectors live
+    assert again["unchanged"] == len(files) and again["store"].endswith("collection 'cli_test')")
+    got = run("query", "JSONDecoder raw_decode", "--json", cwd=tmp_path)
     assert got.returncode == 0, got.stderr
-    assert json.loads(got.stdout)["hits"][0]["path"] == "json/decoder.py"
-    got = run("stats", "--json", *server)
+    out = json.loads(got.stdout)
+    assert out["mode"] == "hybrid" and out["hits"][0]["path"] == "json/decoder.py"
+    assert any("dense" in h["ranks"] for h in out["hits"])
+    got = run("stats", "--json", "--db", str(db))
     assert got.returncode == 0 and json.loads(got.stdout)["files"] == len(files)
-    got = run("query", "x", "--host", host, "--port", str(port), "--collection", "absent_collection")
-    assert got.returncode == 3
-    got = run("query", "x", "--host", host, "--port", str(free_port()))
+    got = run("query", "x", "--db", str(db), "--collection", "absent_collection")
+    assert got.returncode == 3 and "does not exist" in got.stderr
+    got = run("query", "x", "--db", str(db), "--host", host, "--port", str(free_port()))
     assert got.returncode == 1 and "could not open Chroma" in got.stderr

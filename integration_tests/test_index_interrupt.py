@@ -1,16 +1,18 @@
-"""An indexing run killed part-way (SIGKILL, a real subprocess) leaves an index the next run completes exactly.
+"""An indexing run killed part-way (SIGKILL, a real subprocess) leaves an index the next run completes exactly; a
+run stopped by SIGINT or SIGTERM keeps every file it had prepared, and its vectors.
 
 The tests index real trees (copies of standard-library packages: about 200 files, or about 20 for the tests that
-kill at chosen points, each plus a binary file named ``.py``, a Latin-1 file and a broken file) into an embedded
-Chroma (``PersistentClient``) from a driver script run with ``sys.executable``. The driver counts the store's
-low-level writes (``collection.upsert`` / ``delete`` calls) in a progress file and can kill itself with SIGKILL
-right before a chosen write, which puts the kill exactly in the windows that matter (between two batches of one
-group of files, between the records and the completion markers, before the stale records of an update are
-deleted); other tests SIGKILL it from outside at whatever point it has reached, or kill only the parent of a
-``workers=2`` run. A fresh process then runs the same indexing again and reads every record back from Chroma. The
-result must equal a clean, uninterrupted index of the same tree: the same record ids with the same texts (nothing
-missing, nothing duplicated or stale), every file's leaves tiling its text, every file's completion marker carrying
-the hash of its current text and the number of its records, and the same failure (the binary file) reported.
+kill at chosen points, each plus a binary file named ``.py``, a Latin-1 file and a broken file) into an index
+directory from a driver script run with ``sys.executable``. The driver counts the index's low-level writes (span-store
+transactions, vector-cache writes, lexical-index commits, vector upserts and deletes, outbox clears) in a progress
+file and can kill itself with SIGKILL right before a chosen one, which puts the kill exactly in the windows that
+matter (between two groups, after a group's transaction but before the lexical index or the vectors followed it,
+before the stale vectors of an update are deleted); other tests SIGKILL it from outside at whatever point it has
+reached, or kill only the parent of a ``workers=2`` run. A fresh process then runs the same indexing again and reads
+everything back with plain SQL, the lexical index's and Chroma's own listings. The result must equal a clean,
+uninterrupted index of the same tree: the same rows with the same texts (nothing missing, nothing duplicated or
+stale), every file's leaves tiling its text, every marker carrying the hash of its current text and its row count,
+the lexical index and the vector store holding exactly the searched rows, and the same failure (the binary file).
 
 Every test has a hard timeout, and every subprocess wait has its own.
 """
@@ -31,8 +33,7 @@ import time
 
 import pytest
 
-pytest.importorskip("chromadb")
-pytest.importorskip("bm25s")
+pytest.importorskip("tantivy")
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -44,93 +45,89 @@ RUN_TIMEOUT = 240  # seconds, one indexing run
 
 DRIVER = textwrap.dedent(
     '''
-    """Index a tree into an embedded Chroma; count (and optionally die before) the store's low-level writes."""
+    """Index a tree; count (and optionally die before) the index's low-level writes."""
     import json
     import os
     import signal
+    import sqlite3
     import sys
 
-    from llmc_splitters.retrieval import ChromaStore, CodeIndex, HashingEmbedding
-    from llmc_splitters.retrieval import index as index_module
-
-
-    class _Counted:
-        """The Chroma collection, with every upsert/delete counted in the progress file (and maybe fatal)."""
-
-        def __init__(self, col, progress, kill_at):
-            self._col, self._progress, self._kill_at = col, progress, kill_at
-
-        def __getattr__(self, name):
-            return getattr(self._col, name)
-
-        def _step(self, kind, fn, kw):
-            markers = sum(1 for m in kw.get("metadatas") or () if m.get("is_root"))
-            label = f"{kind}-marker" if markers else kind
-            counts = _COUNTS
-            counts[label] = counts.get(label, 0) + 1
-            if self._kill_at and self._kill_at == (label, counts[label]):
-                os.kill(os.getpid(), signal.SIGKILL)  # dies right before this write
-            out = fn(**kw)
-            counts["markers"] = counts.get("markers", 0) + markers
-            with open(self._progress, "a") as fh:
-                fh.write(json.dumps(counts) + "\\n")
-            return out
-
-        def upsert(self, **kw):
-            return self._step("upsert", self._col.upsert, kw)
-
-        def delete(self, **kw):
-            return self._step("delete", self._col.delete, kw)
-
+    from llmc_splitters.retrieval import CodeIndex, HashingEmbedding, IndexInterrupted
+    from llmc_splitters.retrieval import indexing, lexical_index, spanstore, store as store_module
 
     _COUNTS = {}
+    _PROGRESS = os.environ["LLMC_PROGRESS"]
+    _KILL = os.environ.get("LLMC_KILL_AT")  # e.g. "write:2": die right before the second span-store transaction
 
 
-    class CountedStore(ChromaStore):
-        progress = None
-        kill_at = None
-        batch = 0
+    def counted(label, fn, files=lambda *a, **k: 0):
+        def call(*args, **kwargs):
+            n = _COUNTS[label] = _COUNTS.get(label, 0) + 1
+            if _KILL == f"{label}:{n}":
+                os.kill(os.getpid(), signal.SIGKILL)
+            out = fn(*args, **kwargs)
+            _COUNTS["files"] = _COUNTS.get("files", 0) + files(*args, **kwargs)
+            with open(_PROGRESS, "a") as fh:
+                fh.write(json.dumps(_COUNTS) + "\\n")
+            return out
+        return call
 
-        @property
-        def collection(self):
-            return _Counted(ChromaStore.collection.fget(self), self.progress, self.kill_at)
 
-        def _batch_size(self):
-            return self.batch or super()._batch_size()
+    class Counting(HashingEmbedding):
+        def embed_documents(self, texts):
+            _COUNTS["embedded"] = _COUNTS.get("embedded", 0) + len(texts)
+            return super().embed_documents(texts)
 
 
-    def dump(idx, store):
-        """Every record, read back from Chroma (not from the index's memory)."""
-        records = [
-            {"id": r.id, "document": r.document, "path": r.metadata.get("path"), "role": r.metadata.get("role"),
-             "is_root": bool(r.metadata.get("is_root")), "file_hash": r.metadata.get("file_hash"),
-             "n_records": r.metadata.get("n_records"), "start_byte": r.metadata.get("start_byte"),
-             "end_byte": r.metadata.get("end_byte"), "has_vector": r.embedding is not None}
-            for r in store.records(embeddings=True)
-        ]
-        return {"records": records, "paths": idx.paths, "incomplete": sorted(idx._incomplete)}
+    S = spanstore.SpanStore
+    S.write_files = counted("write", S.write_files, lambda self, writes, **k: len(writes))
+    S.cache_vectors = counted("cache", S.cache_vectors)
+    S.done = counted("done", S.done)
+    L = lexical_index.LexicalIndex
+    L.replace = counted("lexical", L.replace)
+    C = store_module.ChromaStore
+    C.upsert = counted("vectors", C.upsert)
+    C.delete = counted("delete", C.delete)
+
+
+    def dump(idx):
+        """Everything the index holds, read back from its files (not from the index object)."""
+        conn = sqlite3.connect(idx.span_store.file)
+        rows = [dict(zip(("id", "role", "path", "text", "start_byte", "end_byte"), r)) for r in
+                conn.execute("SELECT id, role, path, text, start_byte, end_byte FROM spans")]
+        files = {p: {"hash": h, "n_spans": n} for p, h, n in conn.execute("SELECT path, hash, n_spans FROM files")}
+        pending = [r[0] for r in conn.execute("SELECT path FROM pending")]
+        stale = [r[0] for r in conn.execute("SELECT id FROM stale")]
+        conn.close()
+        out = {"rows": rows, "files": files, "pending": pending, "stale": stale,
+               "lexical": sorted(idx.lexical("leaf").ids() | idx.lexical("summary").ids())}
+        if idx.dense:
+            out["vectors"] = sorted(i for role in ("leaf", "summary")
+                                    for i in idx.vectors.collection_of(role).get(include=[])["ids"])
+        return out
 
 
     def main():
-        store_path, out, tree = sys.argv[1:4]
-        embedding = HashingEmbedding(64) if os.environ.get("LLMC_EMBED") == "1" else None
-        store = CountedStore(path=store_path)
+        db, out, tree = sys.argv[1:4]
+        embedding = Counting(64) if os.environ.get("LLMC_EMBED") == "1" else None
         if os.environ.get("LLMC_GROUP"):
-            index_module._GROUP_FILES = int(os.environ["LLMC_GROUP"])  # smaller write groups: more kill points
-        store.progress = os.environ["LLMC_PROGRESS"]
-        kill = os.environ.get("LLMC_KILL_AT")  # e.g. "upsert-marker:2"
-        if kill:
-            label, n = kill.rsplit(":", 1)
-            store.kill_at = (label, int(n))
-        store.batch = int(os.environ.get("LLMC_BATCH", "0"))
-        idx = CodeIndex(store, embedding=embedding, max_tokens=256)
-        at_open = {"paths": len(idx.paths), "incomplete": sorted(idx._incomplete),
-                   "incomplete_leaves": sum(len(idx.spans(p)) for p in idx._incomplete)}
-        report = idx.index_directory(tree, workers=int(os.environ.get("LLMC_WORKERS", "1")))
+            indexing._GROUP_FILES = int(os.environ["LLMC_GROUP"])  # smaller write groups: more kill points
+            indexing._LEXICAL_COMMIT_SECONDS = 0.0  # and a lexical commit per group: kill points that do not move
+        idx = CodeIndex(db, embedding=embedding, max_tokens=256)
+        at_open = {"paths": len(idx.paths), "pending": idx.span_store.pending(3)}
+        result = {"at_open": at_open}
+        try:
+            report = idx.index_directory(tree, workers=int(os.environ.get("LLMC_WORKERS", "1")))
+        except IndexInterrupted as exc:
+            report = exc.report
+            result["interrupted"] = exc.signal_name
+        result.update(added=report.added, updated=report.updated, unchanged=report.unchanged,
+                      removed=report.removed, failed=report.failed, embedded=report.embedded, reused=report.reused,
+                      dump=dump(idx))
         with open(out, "w") as fh:
-            json.dump({"at_open": at_open, "added": report.added, "updated": report.updated,
-                       "unchanged": report.unchanged, "removed": report.removed, "failed": report.failed,
-                       "dump": dump(idx, store)}, fh)
+            json.dump(result, fh)
+        if "interrupted" in result:
+            sys.exit(130)
 
 
     if __name__ == "__main__":
@@ -177,9 +174,9 @@ def small_tree(workdir) -> pathlib.Path:
     return _copy_tree(workdir / "small", 25, ("json", "email/mime", "dbm", "sqlite3", "tomllib", "zoneinfo"))
 
 
-# Small write groups and batches: a group of 6 files is written in many store calls (bodies, then markers in two
-# batches), so a kill can land between any two of them.
-SMALL = {"LLMC_GROUP": "6", "LLMC_BATCH": "4"}
+# Small write groups: the tree is written in several transactions, each followed by its lexical and vector writes,
+# so a kill can land between any two of them.
+SMALL = {"LLMC_GROUP": "6"}
 
 
 @pytest.fixture(scope="module")
@@ -191,15 +188,15 @@ def small_reference(workdir, small_tree) -> dict:
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["ANONYMIZED_TELEMETRY"] = "False"
-    for k in ("LLMC_KILL_AT", "LLMC_BATCH", "LLMC_WORKERS", "LLMC_EMBED", "LLMC_GROUP"):
+    for k in ("LLMC_KILL_AT", "LLMC_WORKERS", "LLMC_EMBED", "LLMC_GROUP"):
         env.pop(k, None)
     env.update(extra)
     return env
 
 
 def _run(workdir: pathlib.Path, store: pathlib.Path, tree: pathlib.Path, *, expect_kill: bool = False,
-         **env: str) -> dict | None:
-    """Run the driver to completion (or to its own SIGKILL); return its report and a dump of the store read back
+         expect_rc: int = 0, **env: str) -> dict | None:
+    """Run the driver to completion (or to its own SIGKILL); return its report and a dump of the index read back
     after the run, or ``None`` when it was killed."""
     out = workdir / f"out-{time.monotonic_ns()}.json"
     progress = workdir / f"progress-{time.monotonic_ns()}.jsonl"
@@ -216,7 +213,7 @@ def _run(workdir: pathlib.Path, store: pathlib.Path, tree: pathlib.Path, *, expe
         assert proc.returncode == -signal.SIGKILL, f"the run was not killed (rc={proc.returncode}): {err.decode()[-2000:]}"
         _kill_leftovers(proc.pid)
         return None
-    assert proc.returncode == 0, err.decode()[-3000:]
+    assert proc.returncode == expect_rc, err.decode()[-3000:]
     return json.loads(out.read_text())
 
 
@@ -228,9 +225,9 @@ def _kill_leftovers(pgid: int) -> None:
         pass
 
 
-def _run_and_kill_after(workdir: pathlib.Path, store: pathlib.Path, tree: pathlib.Path, markers: int,
-                        **env: str) -> dict:
-    """Start an indexing run and SIGKILL it (its whole process group) once ``markers`` files are stored."""
+def _run_and_signal_after(workdir: pathlib.Path, store: pathlib.Path, tree: pathlib.Path, files: int, *,
+                          sig: int = signal.SIGKILL, **env: str) -> tuple[dict, subprocess.Popen, pathlib.Path]:
+    """Start an indexing run and send ``sig`` to its whole process group once ``files`` files are written."""
     out = workdir / f"out-{time.monotonic_ns()}.json"
     progress = workdir / f"progress-{time.monotonic_ns()}.jsonl"
     progress.touch()
@@ -242,19 +239,27 @@ def _run_and_kill_after(workdir: pathlib.Path, store: pathlib.Path, tree: pathli
     try:
         while time.monotonic() < deadline:
             last = _last_progress(progress) or last
-            if last.get("markers", 0) >= markers:
+            if last.get("files", 0) >= files:
                 break
             if proc.poll() is not None:
-                pytest.fail(f"the run ended before it could be killed: rc={proc.returncode} "
+                pytest.fail(f"the run ended before it could be signalled: rc={proc.returncode} "
                             f"{proc.stderr.read().decode()[-2000:]}")
             time.sleep(0.01)
         else:
             pytest.fail("the run did not reach the kill point in time")
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=120)
     finally:
-        _kill_leftovers(proc.pid)
+        if sig == signal.SIGKILL:
+            _kill_leftovers(proc.pid)
         proc.stderr.close()
+    return last, proc, out
+
+
+def _run_and_kill_after(workdir: pathlib.Path, store: pathlib.Path, tree: pathlib.Path, files: int,
+                        **env: str) -> dict:
+    """Start an indexing run and SIGKILL it (its whole process group) once ``files`` files are written."""
+    last, proc, out = _run_and_signal_after(workdir, store, tree, files, **env)
     assert proc.returncode == -signal.SIGKILL
     assert not out.exists(), "the killed run finished anyway"
     return last
@@ -270,11 +275,13 @@ def _last_progress(progress: pathlib.Path) -> dict | None:
 
 
 def _texts(tree: pathlib.Path) -> dict[str, str]:
-    """What the index must hold: every .py file's decoded text (the binary file excluded)."""
+    """What the index must hold: every .py file's and extensionless #! script's decoded text (the binary file
+    excluded), as ``index_directory`` selects them."""
     from llmc_splitters.chunking.inputs import binary_reason, decode
+    from llmc_splitters.retrieval.index import _script
 
     out = {}
-    for p in sorted(tree.rglob("*.py")):
+    for p in sorted(q for q in tree.rglob("*") if q.is_file() and (q.suffix == ".py" or "." not in q.name and _script(q))):
         data = p.read_bytes()
         if binary_reason(data):
             continue
@@ -283,29 +290,31 @@ def _texts(tree: pathlib.Path) -> dict[str, str]:
 
 
 def _check_complete(dump: dict, tree: pathlib.Path, reference: dict) -> None:
-    records = dump["records"]
-    ids = [r["id"] for r in records]
-    assert len(ids) == len(set(ids)), "duplicate record ids"
-    assert dump["incomplete"] == [], f"files left incomplete: {dump['incomplete'][:5]}"
+    rows = dump["rows"]
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids)), "duplicate row ids"
+    assert dump["pending"] == [] and dump["stale"] == [], "the lexical index or the vectors did not catch up"
     texts = _texts(tree)
-    assert sorted(dump["paths"]) == sorted(texts), "indexed files differ from the tree"
-    # Same records, same texts as a clean single run: nothing missing, nothing stale, nothing duplicated.
-    got = {(r["id"], r["document"]) for r in records}
-    want = {(r["id"], r["document"]) for r in reference["records"]}
-    assert got == want, f"{len(want - got)} records missing, {len(got - want)} extra"
+    assert sorted(dump["files"]) == sorted(texts), "indexed files differ from the tree"
+    # Same rows, same texts as a clean single run: nothing missing, nothing stale, nothing duplicated.
+    got = {(r["id"], r["text"]) for r in rows}
+    want = {(r["id"], r["text"]) for r in reference["rows"]}
+    assert got == want, f"{len(want - got)} rows missing, {len(got - want)} extra"
+    searched = sorted(r["id"] for r in rows if r["role"] != "parent")
+    assert dump["lexical"] == searched, "the lexical index holds other ids than the searched rows"
+    if "vectors" in dump:
+        assert dump["vectors"] == searched, "the vector store holds other ids than the searched rows"
     by_path: dict[str, list[dict]] = {}
-    for r in records:
+    for r in rows:
         by_path.setdefault(r["path"], []).append(r)
     for path, text in texts.items():
         recs = by_path[path]
-        roots = [r for r in recs if r["is_root"]]
-        assert len(roots) == 1, f"{path}: {len(roots)} completion markers"
-        assert roots[0]["file_hash"] == hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), path
-        assert roots[0]["n_records"] == len(recs), f"{path}: marker counts {roots[0]['n_records']}, {len(recs)} stored"
+        marker = dump["files"][path]
+        assert marker["hash"] == hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), path
+        assert marker["n_spans"] == len(recs), f"{path}: marker counts {marker['n_spans']}, {len(recs)} stored"
         leaves = sorted((r for r in recs if r["role"] == "leaf"), key=lambda r: r["start_byte"])
-        assert "".join(r["document"] for r in leaves) == text, f"{path}: leaves do not tile the file"
+        assert "".join(r["text"] for r in leaves) == text, f"{path}: leaves do not tile the file"
         assert all(a["end_byte"] == b["start_byte"] for a, b in zip(leaves, leaves[1:])), f"{path}: leaves overlap"
-    assert all(r["has_vector"] for r in records)
 
 
 @pytest.fixture(scope="module")
@@ -315,7 +324,7 @@ def big_reference(workdir, big_tree) -> dict:
     assert ref is not None
     assert list(ref["failed"]) == ["zz_bad/blob.py"] and "binary" in ref["failed"]["zz_bad/blob.py"]
     assert len(ref["added"]) == len(_texts(big_tree)) >= MIN_FILES
-    assert ref["dump"]["incomplete"] == []
+    assert ref["dump"]["pending"] == []
     return ref
 
 
@@ -323,14 +332,14 @@ def big_reference(workdir, big_tree) -> dict:
 
 
 def test_killed_from_outside_then_resumed(workdir, big_tree, big_reference):
-    """SIGKILL at an arbitrary point after 40 files are stored; the next run completes the index exactly."""
+    """SIGKILL at an arbitrary point after 40 files are written; the next run completes the index exactly."""
     store = workdir / "big-killed"
-    reached = _run_and_kill_after(workdir, store, big_tree, markers=40)
-    assert reached["markers"] >= 40
+    reached = _run_and_kill_after(workdir, store, big_tree, files=40)
+    assert reached["files"] >= 40
     resumed = _run(workdir, store, big_tree)
     assert resumed is not None
     n_files = len(_texts(big_tree))
-    # The files stored before the kill are skipped as unchanged, the rest are indexed now.
+    # The files written before the kill are skipped as unchanged (on their stat), the rest are indexed now.
     assert len(resumed["unchanged"]) >= 40 and resumed["added"], resumed["at_open"]
     assert len(resumed["unchanged"]) + len(resumed["added"]) == n_files
     assert list(resumed["failed"]) == ["zz_bad/blob.py"]
@@ -340,30 +349,31 @@ def test_killed_from_outside_then_resumed(workdir, big_tree, big_reference):
 @pytest.mark.parametrize(
     "kill_at",
     [
-        "upsert:3",  # between two batches of the records of the first group of files (no marker yet)
-        "upsert-marker:2",  # the group's records stored, 4 of its 6 completion markers written
-        "upsert-marker:3",  # the first group complete, the second group's records stored, no marker of it yet
+        "write:2",  # the first group complete everywhere, the second not written at all
+        "lexical:3",  # the second group's transaction committed, its lexical documents not yet written
+        "done:2",  # the second group written everywhere, its outbox rows not yet cleared
     ],
 )
 def test_killed_between_writes_of_one_group(workdir, small_tree, small_reference, kill_at):
-    """Die right before a chosen store write; the next run completes the index exactly."""
+    """Die right before a chosen write; the next run completes the index exactly."""
     store = workdir / f"small-killed-{kill_at.replace(':', '-')}"
     _run(workdir, store, small_tree, expect_kill=True, LLMC_KILL_AT=kill_at, **SMALL)
     resumed = _run(workdir, store, small_tree, **SMALL)
     assert resumed is not None
-    if kill_at.startswith("upsert-marker"):
-        # Files with records but no marker were hidden from search at open, and redone; the others were kept.
-        assert resumed["at_open"]["incomplete"] and resumed["at_open"]["incomplete_leaves"] == 0
-        assert len(resumed["unchanged"]) in (4, 6), resumed["unchanged"]
+    if kill_at != "write:2":
+        # The killed group was committed: its files are complete (and unchanged now); the outbox replayed them.
+        assert resumed["at_open"]["pending"], "the kill should have left outbox rows"
+        assert len(resumed["unchanged"]) == 12, resumed["unchanged"]
+    else:
+        assert len(resumed["unchanged"]) == 6 and not resumed["at_open"]["pending"]
     assert sorted(resumed["added"] + resumed["unchanged"]) == sorted(small_reference["added"])
     _check_complete(resumed["dump"], small_tree, small_reference["dump"])
 
 
-def test_update_killed_after_stale_records_were_deleted(workdir, small_tree, tmp_path):
-    """Index, then edit, add and delete files; kill the update right before the stale records of the first group
-    are deleted (old markers already withdrawn, new records stored); resume. With a deterministic embedding, so
-    vectors are written too. The index then equals a clean index of the edited tree: no record of an old version
-    is left."""
+def test_update_killed_before_stale_vectors_were_deleted(workdir, small_tree, tmp_path):
+    """Index with vectors, then edit, add and delete files; kill the update right before the stale vectors of the
+    first group are deleted (the new rows committed, the new vectors written); resume. The index then equals a
+    clean index of the edited tree: no row, lexical document or vector of an old version is left."""
     tree = tmp_path / "tree"
     shutil.copytree(small_tree, tree)
     store = workdir / "update-killed"
@@ -378,14 +388,42 @@ def test_update_killed_after_stale_records_were_deleted(workdir, small_tree, tmp
             p.write_text("import os\n\n\nclass Inserted:\n    def m(self):\n        return os.sep\n\n\n" + text)
     py[6].unlink()
     (tree / "new_module.py").write_text("def fresh():\n    return 'new'\n")
-    _run(workdir, store, tree, expect_kill=True, LLMC_KILL_AT="delete:2", **env)
+    _run(workdir, store, tree, expect_kill=True, LLMC_KILL_AT="delete:1", **env)
     resumed = _run(workdir, store, tree, **env)
     assert resumed is not None
-    assert resumed["at_open"]["incomplete"], "the kill should have left files incomplete"
+    assert resumed["at_open"]["pending"], "the kill should have left the group in the outbox"
     assert py[6].relative_to(tree).as_posix() in resumed["removed"]
     clean = _run(workdir, workdir / "update-clean", tree, **env)
     assert clean is not None
     _check_complete(resumed["dump"], tree, clean["dump"])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_keeps_every_prepared_file_and_its_vectors(workdir, small_tree, small_reference, sig):
+    """SIGINT/SIGTERM after some files are written (vectors from a counting embedding): the run finishes the file
+    it prepares, writes every prepared file, says so and exits 130; the next run embeds only the files that were
+    not written, and completes the index exactly."""
+    store = workdir / f"signalled-{sig.name}"
+    env = {"LLMC_EMBED": "1", "LLMC_GROUP": "3"}
+    reached, proc, out = _run_and_signal_after(workdir, store, small_tree, files=3, sig=sig, **env)
+    assert proc.returncode == 130, proc.returncode
+    stopped = json.loads(out.read_text())
+    assert stopped["interrupted"] == sig.name
+    kept = stopped["added"]
+    assert len(kept) >= 3 and reached["files"] >= 3
+    assert sorted(stopped["dump"]["files"]) == sorted(kept), "every file the run reported is in the index"
+    assert stopped["dump"]["pending"] == []
+    texts = _texts(small_tree)
+    resumed = _run(workdir, store, small_tree, **env)
+    assert resumed is not None
+    assert sorted(resumed["unchanged"]) == sorted(kept)
+    assert sorted(resumed["added"]) == sorted(set(texts) - set(kept))
+    # The kept files' texts are not embedded again (their vectors are cached); the rest are.
+    assert 0 < resumed["embedded"] < resumed["embedded"] + stopped["embedded"]
+    clean = _run(workdir, workdir / f"signalled-clean-{sig.name}", small_tree, **env)
+    assert clean is not None
+    assert resumed["embedded"] + stopped["embedded"] <= clean["embedded"] + stopped["reused"] + resumed["reused"]
+    _check_complete(resumed["dump"], small_tree, clean["dump"])
 
 
 def _children(pid: int) -> list[int]:
@@ -420,7 +458,7 @@ def test_killed_with_chunking_workers_then_resumed(workdir, big_tree, big_refere
     try:
         deadline = time.monotonic() + RUN_TIMEOUT
         while time.monotonic() < deadline and proc.poll() is None:
-            if (_last_progress(progress) or {}).get("markers", 0) >= 40:
+            if (_last_progress(progress) or {}).get("files", 0) >= 40:
                 break
             time.sleep(0.01)
         assert proc.poll() is None, "the run ended before it could be killed"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import re
 
 import pytest
@@ -64,14 +65,19 @@ def assert_cited_exactly(docs: list[Document], files: dict[str, str]) -> None:
             if note == "truncated" and path == source and start == d.metadata["start_line"]:
                 found_hit = d.metadata["truncated"]  # the head of a hit too big for its share
         hit_lines = "".join(lines[d.metadata["start_line"] - 1 : d.metadata["end_line"]])
+        # start_line/end_line locate what is shown of the hit: the hit, or (zoomed) the part of it that fit.
         assert found_hit, f"the hit {source}:{d.metadata['start_line']} is not in its own document"
+        if d.metadata.get("zoomed"):
+            assert d.metadata["hit_start_line"] <= d.metadata["start_line"] <= d.metadata["end_line"] <= \
+                d.metadata["hit_end_line"]
         assert hit_lines.strip()
 
 
 @pytest.fixture(scope="module")
 def corpus(stdlib_dir):
     docs = load(stdlib_dir)
-    return docs, {d.metadata["source"]: d.page_content for d in docs}
+    # DirectoryLoader gives absolute paths; the retriever stores and cites them relative to their common directory.
+    return docs, {pathlib.Path(d.metadata["source"]).relative_to(stdlib_dir).as_posix(): d.page_content for d in docs}
 
 
 @pytest.fixture(scope="module")
@@ -154,8 +160,9 @@ def test_from_directory_and_persistent_store_reopen(stdlib_dir, tmp_path):
 
 def test_a_given_chroma_client_and_collection_are_used(corpus, chroma_client, collection_name):
     docs, _ = corpus
-    r = CodeParentRetriever.from_documents(docs, client=chroma_client, collection_name=collection_name, k=2)
-    assert chroma_client.get_collection(collection_name).count() > 0
+    r = CodeParentRetriever.from_documents(docs, embedding=DeterministicFakeEmbedding(size=32), client=chroma_client,
+                                           collection_name=collection_name, k=2)
+    assert chroma_client.get_collection(collection_name).count() > 0  # the vectors went to the given client
     assert len(r.invoke("base64 encode bytes")) == 2
 
 

@@ -152,7 +152,7 @@ def test_parent_child_links_survive_chroma_and_drive_auto_merging(stdlib_dir, ch
     )
     pieces = leaf_index.as_retriever(
         similarity_top_k=len(leaves),
-        filters=MetadataFilters(filters=[ExactMatchFilter(key="parent_id", value=parent.metadata["span_id"])]),
+        filters=MetadataFilters(filters=[ExactMatchFilter(key="parent_id", value=parent.node_id)]),  # the PARENT id
     )
     assert len(pieces.retrieve("anything")) == len(parent.child_nodes)
     merged = AutoMergingRetriever(pieces, storage, verbose=False).retrieve("anything")

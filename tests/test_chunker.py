@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import DATA, corpus_files
 from helpers import assert_valid_spans, assert_valid_tree
 
 from llmc_splitters import ASTChunker, ConfigurationError, UnsupportedInputError, detect_language
+from llmc_splitters.chunking.dispatch import document_trees
 
 
 def read(rel: str) -> str:
@@ -22,8 +25,16 @@ def by_name(spans, name):
 def test_corpus_lossless_and_within_budget(path, budget, cl100k):
     text = path.read_bytes().decode("utf-8")
     tree = ASTChunker(max_tokens=budget).chunk_tree(text, path=str(path))
-    assert_valid_spans(text, tree.leaves, budget, cl100k.count)
-    assert_valid_tree(text, tree)
+    docs = document_trees(tree)
+    if path.suffix == ".ipynb":  # lossless per cell: each cell is a document of its own
+        cells = json.loads(text)["cells"]
+        assert [d.root.path for d in docs] == [f"{path}#cell{i}" for i, c in enumerate(cells) if c["source"]]
+        assert tree.root.text == text and tree.root.kind == "notebook"
+    else:
+        assert docs == [tree] and tree.root.text == text
+    for doc in docs:
+        assert_valid_spans(doc.root.text, doc.leaves, budget, cl100k.count)
+        assert_valid_tree(doc.root.text, doc)
 
 
 def test_python_definitions_are_atomic_spans():

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from helpers import assert_valid_spans, assert_valid_tree
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from llmc_splitters import ASTChunker
+from llmc_splitters import ASTChunker, UnsupportedInputError
+from llmc_splitters.chunking.inputs import text_binary_reason
 
 _FRAGMENTS = {
     "python": [
@@ -57,6 +59,10 @@ def _count(tokenizer, chunker):
 def test_grammar_shaped_sources(src, budget, tokenizer):
     lang, text = src
     chunker = ASTChunker(max_tokens=budget, tokenizer=tokenizer)
+    if text_binary_reason(text):  # the noise made it look like binary data handed over as text
+        with pytest.raises(UnsupportedInputError):
+            chunker.chunk_tree(text, language=lang)
+        return
     tree = chunker.chunk_tree(text, language=lang)
     assert_valid_spans(text, tree.leaves, budget, chunker.tokenizer.count)
     if text:
@@ -66,6 +72,12 @@ def test_grammar_shaped_sources(src, budget, tokenizer):
 @settings(max_examples=200, deadline=None)
 @given(text=st.text(max_size=400), budget=budgets, lang=st.sampled_from(["python", "javascript", "bash", "text", "go"]))
 def test_arbitrary_text(text, budget, lang):
+    """Any ``str`` is chunked losslessly, unless it looks like binary data handed over as text (NUL characters,
+    mostly control characters): that, and only that, is refused with our error."""
     chunker = ASTChunker(max_tokens=budget)
+    if text_binary_reason(text):
+        with pytest.raises(UnsupportedInputError):
+            chunker.chunk(text, language=lang)
+        return
     spans = chunker.chunk(text, language=lang)
     assert_valid_spans(text, spans, budget, chunker.tokenizer.count)

@@ -11,7 +11,7 @@ and as ``str``, as the language their name says or as another one.
 Every example must end with either
 
 * our own error, and only when it is justified: :class:`UnsupportedInputError` for binary data (NUL bytes, mostly
-  control bytes), :class:`UndecodableInputError` for non-UTF-8 under ``errors="strict"``; never anything else; or
+  control bytes, a binary signature; as ``str``: NUL characters, mostly replacement or control characters), :class:`UndecodableInputError` for non-UTF-8 under ``errors="strict"``; never anything else; or
 * leaves that tile the decoded text exactly, each within the budget (or a flagged single oversize character) with
   an exact token count, and a consistent span tree;
 
@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from llmc_splitters import ASTChunker, LlmcError, UndecodableInputError, UnsupportedInputError
-from llmc_splitters.chunking.inputs import binary_reason, decode
+from llmc_splitters.chunking.inputs import binary_reason, decode, text_binary_reason
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -131,11 +131,17 @@ def _check_bytes(data: bytes, budget: int, language: str | None, path: str | Non
 
 
 def _check_text(text: str, budget: int, language: str | None, path: str | None) -> None:
-    """A ``str`` is always text (even with NULs or lone surrogates): it must be chunked, never rejected."""
+    """A ``str`` is chunked unless it looks like binary data handed over as text (NUL characters, a binary
+    signature, mostly replacement or control characters): then, and only then, it is refused with our error."""
     chunker = ASTChunker(max_tokens=budget, analyze=True)
     start = time.monotonic()
-    tree = chunker.chunk_tree(text, language=language, path=path)
+    try:
+        tree = chunker.chunk_tree(text, language=language, path=path)
+    except UnsupportedInputError as exc:
+        assert text_binary_reason(text), f"rejected text that is not binary-looking: {exc}"
+        return
     elapsed = time.monotonic() - start
+    assert not text_binary_reason(text), "binary-looking text was chunked instead of rejected"
     assert elapsed < WALL_LIMIT, f"{elapsed:.1f}s for {len(text)} chars ({language or path}, budget {budget})"
     assert_valid_spans(text, tree.leaves, budget, chunker.tokenizer.count)
     if text:

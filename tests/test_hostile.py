@@ -80,8 +80,10 @@ def test_nul_bytes():
     assert binary_reason(data)
     with pytest.raises(UnsupportedInputError, match="binary"):
         ASTChunker().chunk(data, path="x.py")
-    # A str that happens to hold NUL characters is still text: chunked losslessly.
-    check("a = 1\x00\nb = 2\n", 4, language="python")
+    # A str holding NUL characters is binary data handed over as text (a loader decoded a binary file): refused
+    # too, whatever language is asked for, naming the path and the reason.
+    with pytest.raises(UnsupportedInputError, match=r"x\.py: input contains NUL characters"):
+        ASTChunker().chunk("a = 1\x00\nb = 2\n", language="python", path="x.py")
 
 
 def test_invalid_utf8_policy():

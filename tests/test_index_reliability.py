@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("chromadb")
-pytest.importorskip("bm25s")
+pytest.importorskip("tantivy")
+
+from fakes import stored_rows  # noqa: E402
 
 from llmc_splitters import ASTChunker, ConfigurationError  # noqa: E402
-from llmc_splitters.retrieval import ChromaStore, CodeIndex, StoreError  # noqa: E402
+from llmc_splitters.retrieval import CodeIndex, StoreError  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -41,19 +42,15 @@ class PickyChunker(ASTChunker):
         return super().chunk_tree(text, language=language, path=path)
 
 
-def _records(store: ChromaStore) -> set[tuple[str, str]]:
-    return {(r.id, r.document) for r in store.records()}
-
-
 def test_bad_files_are_reported_and_the_rest_is_indexed(tmp_path):
     root = _tree(tmp_path / "src")
     (root / "blob.py").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4)
     (root / "latin1.py").write_bytes("# caf\u00e9\nname = 'M\u00fcller'\n".encode("latin-1"))
     (root / "empty.py").write_text("")
-    idx = CodeIndex(ChromaStore(path=str(tmp_path / "db")), chunker=PickyChunker(max_tokens=128, analyze=True))
+    idx = CodeIndex(tmp_path / "db", chunker=PickyChunker(max_tokens=128, analyze=True))
     report = idx.index_directory(root)
     assert set(report.failed) == {"blob.py", "heapq.py"}
-    assert "binary" in report.failed["blob.py"] and "NUL" in report.failed["blob.py"]
+    assert "binary" in report.failed["blob.py"] and "PNG image" in report.failed["blob.py"]
     assert "RuntimeError: simulated chunker bug" in report.failed["heapq.py"]
     assert sorted(report.added) == sorted({*FILES, "latin1.py", "empty.py"} - {"heapq.py"})
     # Bytes that are not UTF-8 are decoded by the documented fallback (cp1252), not replaced: nothing is lost.
@@ -70,7 +67,7 @@ def test_bad_files_are_reported_and_the_rest_is_indexed(tmp_path):
 
 def test_a_file_that_turns_bad_keeps_its_last_good_version(tmp_path):
     root = _tree(tmp_path / "src")
-    idx = CodeIndex(ChromaStore(path=str(tmp_path / "db")), max_tokens=128)
+    idx = CodeIndex(tmp_path / "db", max_tokens=128)
     idx.index_directory(root)
     before = [s.id for s in idx.spans("base64.py")]
     (root / "base64.py").write_bytes(b"\x00" * 100)
@@ -80,47 +77,42 @@ def test_a_file_that_turns_bad_keeps_its_last_good_version(tmp_path):
     assert idx.search("b64encode", k=1).hits[0].span.path == "base64.py"
 
 
-class FlakyStore(ChromaStore):
-    """A ChromaStore whose writes of completion markers fail while ``broken`` is set."""
-
-    broken = False
-
-    def upsert(self, records):
-        if self.broken and any(r.metadata.get("is_root") for r in records):
-            raise StoreError("simulated: the disk is full")
-        return super().upsert(records)
-
-
-def test_a_failed_write_is_reported_and_redone_without_duplicates(tmp_path):
+def test_a_failed_write_is_reported_and_redone_without_duplicates(tmp_path, monkeypatch):
     root = _tree(tmp_path / "src")
-    clean = ChromaStore(path=str(tmp_path / "clean"))
-    CodeIndex(clean, max_tokens=128).index_directory(root)
+    clean = CodeIndex(tmp_path / "clean", max_tokens=128)
+    clean.index_directory(root)
 
-    store = FlakyStore(path=str(tmp_path / "db"))
-    idx = CodeIndex(store, max_tokens=128)
+    idx = CodeIndex(tmp_path / "db", max_tokens=128)
     idx.index_files([root / "textwrap.py"], root=root)
-    store.broken = True
+    store = idx.span_store
+    real = store.write_files
+
+    def broken(writes, pending):  # noqa: ANN001, ANN202
+        raise StoreError("simulated: the disk is full")
+
+    monkeypatch.setattr(store, "write_files", broken)
     (root / "textwrap.py").write_text((root / "textwrap.py").read_text() + "\n\ndef late():\n    return 1\n")
     report = idx.index_directory(root)
-    # The whole write group failed after its records were stored, before any completion marker.
+    # The whole write group failed in its transaction: nothing of it is stored, the old version stays whole.
     assert set(report.failed) == set(FILES) and all("disk is full" in r for r in report.failed.values())
-    assert idx.paths == [] and idx.search("dedent", k=3).hits == ()
-    # A fresh process sees the same: records without markers are not searchable.
-    reopened = CodeIndex(FlakyStore(path=str(tmp_path / "db")), max_tokens=128)
-    assert reopened.paths == [] and sorted(reopened._incomplete) == sorted(FILES)
-    store.broken = False
+    assert idx.paths == ["textwrap.py"] and idx.search("dedent", k=3).hits[0].span.path == "textwrap.py"
+    assert "late" not in {h.span.name for h in idx.search("late", k=5).hits}
+    # A fresh process sees the same.
+    reopened = CodeIndex(tmp_path / "db", max_tokens=128)
+    assert reopened.paths == ["textwrap.py"]
+    monkeypatch.setattr(store, "write_files", real)
     report = idx.index_directory(root)
-    assert sorted(report.added) == sorted(FILES) and not report.failed
+    assert sorted(report.added) == sorted(set(FILES) - {"textwrap.py"}) and report.updated == ["textwrap.py"]
     (root / "textwrap.py").write_text((root / "textwrap.py").read_text().removesuffix("\n\ndef late():\n    return 1\n"))
     idx.index_directory(root)
-    assert _records(store) == _records(clean)
+    assert stored_rows(idx) == stored_rows(clean)
 
 
 def test_workers_setting_is_validated(tmp_path):
-    idx = CodeIndex(ChromaStore(path=str(tmp_path / "db")), max_tokens=64)
+    idx = CodeIndex(tmp_path / "db", max_tokens=64)
     for bad in (0, -1, 1.5, "2", True):
         with pytest.raises(ConfigurationError, match=f"workers must be a positive integer.*{bad!r}"):
             idx.index_texts({"a.py": "x = 1\n"}, workers=bad)
-    lam = CodeIndex(ChromaStore(path=str(tmp_path / "db2")), chunker=ASTChunker(tokenizer=lambda s: len(s)))
+    lam = CodeIndex(tmp_path / "db2", chunker=ASTChunker(tokenizer=lambda s: len(s)))
     with pytest.raises(ConfigurationError, match="pickled"):
         lam.index_texts({"a.py": "x = 1\n"}, workers=2)

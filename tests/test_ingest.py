@@ -1,29 +1,40 @@
-"""The engine-free ingestion functions: one file -> span rows, the columnar batch form, ids, reading from git."""
+"""The engine-free ingestion functions: one file -> the index's own layout as plain rows and back, the columnar
+batch form, the embed stage, ids, reading from git."""
 
 from __future__ import annotations
 
-import hashlib
+import json
 import pickle
+import random
 import subprocess
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from helpers import DATA, assert_valid_spans
+from llmc_splitters.errors import LlmcError
 from llmc_splitters.ingest import (
     BATCH_COLUMNS,
+    INT_COLUMNS,
     SPARK_SCHEMA,
     IngestSettings,
     chunk_batch,
     chunk_file,
     file_version,
     git_blob_sha,
+    prepared_file,
     read_chunk_batch,
+    row_span,
+    rows_to_columns,
     settings_fingerprint,
 )
-from llmc_splitters.chunking.span import Span
+from llmc_splitters.ingest.pipeline import EmbedStage
+from llmc_splitters.retrieval import CodeIndex, HashingEmbedding
+from llmc_splitters.retrieval.records import build_file, embedding_view, sha
 
 S = IngestSettings(max_tokens=128)
 TEXTWRAP = (DATA / "python" / "textwrap.py").read_bytes()
@@ -32,93 +43,95 @@ FILES = [DATA / "python" / "textwrap.py", DATA / "javascript" / "events.js", DAT
 
 
 def _leaves(rows):
-    return sorted((r for r in rows if r["role"] == "leaf"), key=lambda r: r["metadata"]["start_byte"])
+    return sorted((r for r in rows if r["role"] == "leaf"), key=lambda r: r["start_byte"])
+
+
+def _layout(prepared):
+    """Everything a PreparedFile makes the index write, except the time it was written."""
+    m = prepared.write.marker
+    return (
+        [(r.span.to_dict() | {"text": r.span.text if r.role != "parent" else ""}, r.role, r.file, r.embed_hash)
+         for r in prepared.write.rows],
+        prepared.leaves, prepared.summaries, prepared.views, prepared.write.bindings,
+        (m.path, m.hash, m.settings, m.language, m.size, m.mtime_ns, m.n_spans, m.n_leaves),
+    )
+
+
+def _split(columns):
+    """Columns -> (status row, span rows) of the one file they hold."""
+    rows = [{c: columns[c][i] for c in columns} for i in range(len(columns["id"]))]
+    return next(r for r in rows if r["role"] == "file"), [r for r in rows if r["role"] != "file"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-def test_rows_are_lossless_linked_and_uuid_keyed(path: Path) -> None:
+def test_rows_are_the_index_layout_lossless_linked_and_uuid_keyed(path: Path) -> None:
     data = path.read_bytes()
     res = chunk_file("repo", path.name, data, S)
     assert res.status == "chunked", res.reason
     assert res.blob_sha == git_blob_sha(data)
     text = data.decode("utf-8")
     leaves = _leaves(res.rows)
-    assert "".join(r["text"] for r in leaves) == text
-    spans = []
-    for r in leaves:
-        meta = r["metadata"]
-        import json
-
-        d = json.loads(meta["span_json"])
-        d["text"] = r["text"]
-        spans.append(Span.from_dict(d))
-    assert_valid_spans(text, spans)
+    assert_valid_spans(text, [row_span(r) for r in leaves])
+    # The same layout the serial index builds from the same tree (records.build_file).
+    tree = CodeIndex(max_tokens=128).chunker.chunk_tree(text, path=f"repo/{path.name}")
+    serial = build_file(f"repo/{path.name}", text, tree, file_hash=sha(text), settings=res.prepared.write.marker.settings)
+    assert _layout(serial) == _layout(res.prepared)
     ids = [r["id"] for r in res.rows]
     assert len(set(ids)) == len(ids)
+    by_id = {r["id"]: r for r in res.rows}
     for r in res.rows:
         assert str(uuid.UUID(r["id"])) == r["id"], "ids are UUID strings (Qdrant takes only integers or UUIDs)"
-        for v in r["metadata"].values():
-            assert isinstance(v, (str, int, float, bool)), "flat metadata, accepted by every vector store"
-        assert r["file_version"] == res.file_version
-        assert r["metadata"]["path"] == f"repo/{path.name}"
-    by_id = {r["id"]: r for r in res.rows}
-    roots = [r for r in res.rows if r["metadata"].get("is_root")]
-    assert len(roots) == 1 and roots[0]["metadata"]["n_records"] == len(res.rows)
-    for r in res.rows:
-        if r["role"] in ("leaf", "parent") and r is not roots[0]:
-            assert r["parent_id"] in by_id, "every span links to a parent row of the same file"
-            assert by_id[r["parent_id"]]["role"] == "parent"
-        if r["role"] in ("leaf", "summary"):
-            assert r["content_hash"] == hashlib.sha256(r["embed_text"].encode()).hexdigest()
+        assert r["file"] == f"repo/{path.name}" and r["path"] == path.name and r["file_version"] == res.file_version
+        if r["role"] == "parent":
+            assert r["text"] == "" and r["terms"] == "", "parents are rebuilt from the leaves, never searched"
         else:
-            assert r["embed_text"] == "" and r["content_hash"] == ""
+            assert r["terms"], "searched rows carry their lexical terms"
+        if r["role"] in ("leaf", "parent") and r["parent_id"]:
+            assert by_id[r["parent_id"]]["role"] == "parent", "every span links to a parent row of the same file"
+        assert r["embed_text"] == r["embed_hash"] == "", "the embed stage fills these"
+    assert sum(1 for r in res.rows if r["role"] == "parent" and not r["parent_id"]) == 1, "one root"
 
 
 def test_split_classes_carry_their_skeleton_and_get_a_summary() -> None:
     res = chunk_file("", "textwrap.py", TEXTWRAP, S)
-    parents = [r for r in res.rows if r["role"] == "parent" and r["metadata"]["kind"] == "class"]
-    assert parents and all("def wrap" in r["skeleton"] or r["skeleton"] for r in parents)
-    wrapper = next(r for r in parents if r["metadata"].get("symbol") == "TextWrapper")
-    assert "def wrap(self, text)" in wrapper["skeleton"]
+    wrapper = next(r for r in res.rows if r["role"] == "parent" and r["name"] == "TextWrapper")
+    assert "def wrap(self, text)" in wrapper["metadata"]["skeleton"]
     summaries = [r for r in res.rows if r["role"] == "summary"]
-    assert {r["metadata"]["kind"] for r in summaries} == {"file", "class"}
+    assert {r["kind"] for r in summaries} == {"file", "class"}
     assert any(r["parent_id"] == wrapper["id"] for r in summaries)
+    bare = chunk_file("", "textwrap.py", TEXTWRAP, IngestSettings(max_tokens=128, summaries=False))
+    assert not [r for r in bare.rows if r["role"] == "summary"]
+    assert bare.prepared.write.marker.settings != res.prepared.write.marker.settings, \
+        "an index with summaries re-lays such a file out whole"
 
 
 def test_same_input_same_rows_any_process() -> None:
     a = chunk_file("r", "textwrap.py", TEXTWRAP, S)
     with ProcessPoolExecutor(1) as pool:
         b = pool.submit(chunk_file, "r", "textwrap.py", TEXTWRAP, S).result()
-    assert [(r["id"], r["text"], r["content_hash"]) for r in a.rows] == \
-        [(r["id"], r["text"], r["content_hash"]) for r in b.rows]
+    assert a.rows == b.rows
 
 
-def _span_ids(res) -> set[str]:
-    # The file summary keeps one id per path (CodeIndex's layout): each version overwrites it.
-    return {r["id"] for r in res.rows if not (r["role"] == "summary" and r["metadata"]["kind"] == "file")}
+def test_ids_are_deterministic_and_distinct_per_stored_path() -> None:
+    base = {r["id"] for r in chunk_file("r", "a.py", TEXTWRAP, S).rows}
+    assert base == {r["id"] for r in chunk_file("r", "a.py", TEXTWRAP, IngestSettings(max_tokens=128)).rows}
+    for other in (chunk_file("r2", "a.py", TEXTWRAP, S), chunk_file("r", "b.py", TEXTWRAP, S)):
+        assert not base & {r["id"] for r in other.rows}, "repositories and paths never share an id"
 
 
-def test_ids_depend_on_repository_path_content_and_settings() -> None:
-    base = _span_ids(chunk_file("r", "a.py", TEXTWRAP, S))
-    assert base == _span_ids(chunk_file("r", "a.py", TEXTWRAP, IngestSettings(max_tokens=128)))
-    for other in (
-        chunk_file("r2", "a.py", TEXTWRAP, S),
-        chunk_file("r", "b.py", TEXTWRAP, S),
-        chunk_file("r", "a.py", TEXTWRAP + b"\n# edit\n", S),
-        chunk_file("r", "a.py", TEXTWRAP, IngestSettings(max_tokens=129)),
-    ):
-        assert not base & _span_ids(other)
-
-
-def test_content_hash_survives_an_edit_elsewhere_in_the_file() -> None:
-    before = chunk_file("r", "a.py", TEXTWRAP, S)
+def test_an_edit_keeps_the_ids_it_did_not_move_and_the_cache_keys_of_texts_it_did_not_touch() -> None:
+    stage = EmbedStage(lambda: HashingEmbedding(16))
+    before = _split(stage(chunk_batch({"path": ["a.py"], "data": [TEXTWRAP]}, S)))[1]
     edited = TEXTWRAP.replace(b"def dedent(text):", b"def dedent(text):\n    # edited", 1)
-    after = chunk_file("r", "a.py", edited, S)
-    h_before = {r["content_hash"]: r["id"] for r in before.rows if r["role"] == "leaf"}
-    h_after = {r["content_hash"]: r["id"] for r in after.rows if r["role"] == "leaf"}
+    after = _split(stage(chunk_batch({"path": ["a.py"], "data": [edited]}, S)))[1]
+    cut = TEXTWRAP.index(b"def dedent(text):")
+    kept_ids = {r["id"] for r in before if r["role"] == "leaf" and r["end_byte"] <= cut}
+    assert kept_ids and kept_ids <= {r["id"] for r in after}, "spans above the edit keep their ids"
+    h_before = {r["embed_hash"]: r["id"] for r in before if r["role"] == "leaf"}
+    h_after = {r["embed_hash"]: r["id"] for r in after if r["role"] == "leaf"}
     kept = set(h_before) & set(h_after)
-    assert len(kept) >= len(h_before) - 3, "only the edited spans get new text"
-    assert all(h_before[h] != h_after[h] for h in kept), "ids change with the blob, the cache key does not"
+    assert len(kept) >= len(h_before) - 3, "only the edited spans get a new text to embed"
+    assert any(h_before[h] != h_after[h] for h in kept), "spans the edit moved get new ids, not new vectors"
 
 
 def test_statuses_instead_of_exceptions() -> None:
@@ -128,7 +141,7 @@ def test_statuses_instead_of_exceptions() -> None:
     res = chunk_file("", "latin.py", "x = 'é'\n".encode("latin-1"), strict)
     assert (res.status, res.reason.split(":")[0]) == ("skipped", "undecodable")
     lenient = chunk_file("", "latin.py", "x = 'é'\n".encode("latin-1"), S)
-    assert lenient.status == "chunked"
+    assert lenient.status == "chunked" and "".join(r["text"] for r in _leaves(lenient.rows)) == "x = 'é'\n"
     stale = chunk_file("", "a.py", b"x = 1\n", S, blob_sha=git_blob_sha(b"x = 2\n"))
     assert stale.status == "failed" and "changed since it was planned" in stale.reason
     assert chunk_file("", "a.py", b"x = 1\n", S, blob_sha=git_blob_sha(b"x = 1\n")).status == "chunked"
@@ -147,6 +160,12 @@ def test_settings_are_validated_and_fingerprinted() -> None:
     assert pickle.loads(pickle.dumps(S)) == S
 
 
+def test_file_markers_are_the_ones_codeindex_writes() -> None:
+    res = chunk_file("", "textwrap.py", TEXTWRAP, S)
+    assert res.prepared.write.marker.settings == CodeIndex(max_tokens=128).settings_fingerprint
+    assert res.prepared.write.marker.hash == sha(TEXTWRAP.decode())
+
+
 def _batch(paths):
     return {"repository": ["r"] * len(paths), "path": [p.name for p in paths], "data": [p.read_bytes() for p in paths]}
 
@@ -158,14 +177,59 @@ def test_chunk_batch_columns_rows_out_differ_from_rows_in() -> None:
     n = len(out["id"])
     assert all(len(v) == n for v in out.values())
     assert n > len(paths)
-    assert all(isinstance(v, str) for col in out.values() for v in col), "string columns: Arrow/pandas/Spark-ready"
+    for c, col in out.items():
+        assert all(isinstance(v, int if c in INT_COLUMNS else str) for v in col), f"{c}: plain str/int columns"
     status = [i for i in range(n) if out["role"][i] == "file"]
     assert len(status) == len(paths) and {out["status"][i] for i in status} == {"chunked"}
-    assert SPARK_SCHEMA.split(", ")[0] == "id string"
+    assert SPARK_SCHEMA.split(", ")[:7] == ["id string", "role string", "repository string", "path string",
+                                            "file string", "document string", "seq bigint"]
     expected = []
     for p in paths:
         expected += [r["id"] for r in chunk_file("r", p.name, p.read_bytes(), S).rows]
     assert [out["id"][i] for i in range(n) if out["role"][i] != "file"] == expected
+
+
+def test_columns_come_back_as_the_prepared_file_in_any_order_through_arrow() -> None:
+    pa = pytest.importorskip("pyarrow")
+    for p in FILES:
+        res = chunk_file("r", p.name, p.read_bytes(), S)
+        table = pa.table(rows_to_columns([res]))  # what a Ray block or a Spark partition holds
+        status, rows = _split(table.to_pydict())
+        random.Random(p.name).shuffle(rows)
+        assert _layout(prepared_file(status, rows)) == _layout(res.prepared), p.name
+        if rows:
+            with pytest.raises(LlmcError, match="rows arrived"):
+                prepared_file(status, rows[1:])
+
+
+def test_a_notebook_is_one_document_per_cell_and_round_trips() -> None:
+    pa = pytest.importorskip("pyarrow")
+    nb = DATA / "notebooks" / "tide-analysis.ipynb"
+    res = chunk_file("", "nb/tide.ipynb", nb.read_bytes(), S)
+    assert res.status == "chunked", res.reason
+    docs = {r["document"] for r in res.rows if r["role"] == "leaf"}
+    assert docs and all(d.startswith("nb/tide.ipynb#cell") for d in docs), docs
+    assert {r["file"] for r in res.rows} == {"nb/tide.ipynb"}
+    text = nb.read_text()
+    tree = CodeIndex(max_tokens=128).chunker.chunk_tree(text, path="nb/tide.ipynb")
+    serial = build_file("nb/tide.ipynb", text, tree, file_hash=sha(text), settings=res.prepared.write.marker.settings)
+    assert _layout(serial) == _layout(res.prepared), "the serial index's layout, bindings per cell included"
+    status, rows = _split(pa.table(rows_to_columns([res])).to_pydict())
+    assert _layout(prepared_file(status, rows[::-1])) == _layout(res.prepared)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["def f(x):\n", "    return x\n", "class A:\n", "    '''doc'''\n", "\n", "# é\n",
+                                 "import os\n", "x = [\n", "]\n", "    def m(self):\n", "        pass\n"]),
+                max_size=40))
+def test_the_row_round_trip_is_exact_for_any_python(lines: list[str]) -> None:
+    text = "".join(lines)
+    res = chunk_file("", "m.py", text.encode(), IngestSettings(max_tokens=24))
+    assert res.status == "chunked"
+    status, rows = _split(rows_to_columns([res]))
+    back = prepared_file(status, rows[::-1])
+    assert _layout(back) == _layout(res.prepared)
+    assert "".join(r.span.text for r in back.write.rows if r.role == "leaf") == text
 
 
 def test_chunk_batch_takes_numpy_and_pandas_batches_and_a_settings_dict() -> None:
@@ -201,6 +265,45 @@ def test_chunk_batch_reports_skipped_files() -> None:
     assert status["a.py"] == ("chunked", "")
     assert status["b.bin"][0] == "skipped"
     assert status["c.py"] == ("failed", "no data")
+
+
+class _Bounded(HashingEmbedding):
+    """A model with an input limit of 12 words, so that views get cut."""
+
+    max_input_tokens = 12
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def test_embed_stage_views_are_the_serial_index_views() -> None:
+    out = EmbedStage(lambda: _Bounded(16))(chunk_batch({"path": ["textwrap.py"], "data": [TEXTWRAP]}, S))
+    status, rows = _split(out)
+    index = CodeIndex(embedding=_Bounded(16), max_tokens=128)
+    text = TEXTWRAP.decode()
+    serial = build_file("textwrap.py", text, index.chunker.chunk_tree(text, path="textwrap.py"), file_hash=sha(text),
+                        settings=index.settings_fingerprint, view=index._view)
+    assert _layout(prepared_file(status, rows)) == _layout(serial)
+    assert {json.loads(r["metadata"])["embedded_view"] for r in rows if r["embed_hash"]} == {"full", "truncated"}
+    # The one view function, as CodeIndex makes it.
+    a, b = {}, {}
+    assert embedding_view(index.embedding, index.embedding_name)("x " * 40, a) == index._view("x " * 40, b)
+    assert a == b
+
+
+def test_embed_stage_embeds_each_distinct_view_once() -> None:
+    calls: list[str] = []
+
+    class Counting(HashingEmbedding):
+        def embed_documents(self, texts):
+            calls.extend(texts)
+            return super().embed_documents(texts)
+
+    same = b"def f():\n    return 1\n"
+    out = EmbedStage(lambda: Counting(8))(chunk_batch({"path": ["a.py", "a.py"], "data": [same, same]}, S))
+    flags = [f for f, role in zip(out["embedded"], out["role"]) if role in ("leaf", "summary")]
+    assert sorted(flags) == [0, 0, 1, 1] and len(calls) == 2, "a repeated view is embedded once"
+    assert all(len(v) == 8 * 4 for v, f in zip(out["vector"], out["embedded"]) if f >= 0), "float32 bytes"
 
 
 def _git(root: Path, *args: str) -> None:

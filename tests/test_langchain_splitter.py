@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -99,7 +100,15 @@ def test_split_documents_metadata_and_input_metadata_preserved(cl100k):
 def test_corpus_documents_are_exact_and_fit(path, chunk_size, cl100k):
     text = path.read_bytes().decode("utf-8")
     docs = CodeTextSplitter(chunk_size=chunk_size).create_documents([text], [{"source": str(path)}])
-    assert_exact_documents(text, docs, chunk_size, cl100k.count)
+    if path.suffix != ".ipynb":
+        assert_exact_documents(text, docs, chunk_size, cl100k.count)
+        return
+    # A notebook: chunks per cell, exact against the cell's source; the input's source is kept.
+    cells = [c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in json.loads(text)["cells"]]
+    assert {d.metadata["cell_index"] for d in docs} == {i for i, c in enumerate(cells) if c.strip()}
+    assert all(d.metadata["source"] == str(path) for d in docs)
+    for i, cell in enumerate(cells):
+        assert_exact_documents(cell, [d for d in docs if d.metadata["cell_index"] == i], chunk_size, cl100k.count)
 
 
 def test_split_text_and_transform_documents_agree_with_create_documents():
@@ -237,3 +246,33 @@ def test_missing_langchain_raises_our_error_with_the_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "pip install 'llmc-splitters[langchain]'" in out
+
+
+def test_pieces_of_one_file_from_generic_loader_get_one_warning_with_the_remedy(tmp_path):
+    """LangChain's GenericLoader + LanguageParser splits a file into one Document per definition, all with the same
+    source; their line numbers can only count from each piece. The splitter says so once, with the remedy."""
+    pytest.importorskip("langchain_community")
+    import warnings
+
+    from langchain_community.document_loaders import TextLoader
+    from langchain_community.document_loaders.generic import GenericLoader
+    from langchain_community.document_loaders.parsers import LanguageParser
+
+    from llmc_splitters import InputWarning
+
+    (tmp_path / "json").mkdir()
+    (tmp_path / "json/decoder.py").write_bytes((DATA / "python/json_decoder.py").read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # langchain-community's own sunset notice
+        pieces = GenericLoader.from_filesystem(str(tmp_path / "json"), glob="decoder.py",
+                                               parser=LanguageParser(language="python", parser_threshold=0)).load()
+        whole = TextLoader(str(tmp_path / "json/decoder.py"), encoding="utf-8").load()
+    assert len(pieces) > 2 and len({d.metadata["source"] for d in pieces}) == 1
+    splitter = CodeTextSplitter(chunk_size=256)
+    with pytest.warns(InputWarning, match=r"different documents share the path .*decoder\.py.*Load whole files") as w:
+        splitter.split_documents(pieces)
+    assert len([x for x in w if issubclass(x.category, InputWarning)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputWarning)
+        docs = splitter.split_documents(whole)  # whole files: no warning, and the file's own line numbers
+    assert any(d.metadata["symbol"] == "JSONDecoder.raw_decode" and d.metadata["start_line"] > 300 for d in docs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import pickle
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from llama_index.core.ingestion import IngestionCache, IngestionPipeline  # noqa
 from llama_index.core.node_parser import NodeParser, get_leaf_nodes, get_root_nodes  # noqa: E402
 from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode  # noqa: E402
 
-from llmc_splitters import ConfigurationError  # noqa: E402
+from llmc_splitters import ConfigurationError, InputWarning  # noqa: E402
 from llmc_splitters.llama_index import CodeNodeParser  # noqa: E402
 
 R = NodeRelationship
@@ -97,8 +98,20 @@ def test_corpus_nodes_are_exact_and_fit(path, chunk_size, cl100k):
     text = path.read_bytes().decode("utf-8")
     doc = Document(text=text, metadata={"file_path": str(path)})
     nodes = CodeNodeParser(chunk_size=chunk_size).get_nodes_from_documents([doc])
-    validate_nodes(nodes, doc, chunk_size, cl100k.count)
-    assert_covers(nodes, doc)
+    if path.suffix != ".ipynb":
+        validate_nodes(nodes, doc, chunk_size, cl100k.count)
+        assert_covers(nodes, doc)
+        return
+    # A notebook: nodes per cell, exact against the cell's source; a cell is not a slice of the notebook's JSON.
+    cells = [c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in json.loads(text)["cells"]]
+    assert {n.metadata["cell_index"] for n in nodes} == {i for i, c in enumerate(cells) if c.strip()}
+    for n in nodes:
+        cell = cells[n.metadata["cell_index"]]
+        assert n.start_char_idx is None and n.end_char_idx is None
+        assert cell[n.metadata["start_index"] : n.metadata["end_index"]] == n.text
+        assert n.metadata["start_line"] == line_of(cell, n.metadata["start_index"])
+        assert n.metadata["source"] == f"{path}#cell{n.metadata['cell_index']}" and n.metadata["file_path"] == str(path)
+        assert cl100k.count(n.text) <= chunk_size and n.source_node.node_id == doc.doc_id
 
 
 def test_metadata_language_and_embed_text():
@@ -125,7 +138,9 @@ def test_language_detection_per_document():
         Document(text="deploy() {\n  echo hi\n}\n", metadata={"source": "run.sh"}),
         Document(text="just words\n"),
     ]
-    nodes = CodeNodeParser(chunk_size=64).get_nodes_from_documents(docs)
+    # The last one has nothing to go on: chunked as text, with one warning naming the remedy.
+    with pytest.warns(InputWarning, match=r"1 document\(s\) had no path and no language.*'file_path'"):
+        nodes = CodeNodeParser(chunk_size=64).get_nodes_from_documents(docs)
     assert [n.metadata["language"] for n in nodes] == ["python", "javascript", "bash", "text"]
     assert nodes[3].metadata["symbol"] == "" and nodes[3].metadata["breadcrumb"] == "", "present, empty for none"
     assert "symbol:" not in nodes[3].get_content(metadata_mode=MetadataMode.EMBED)
@@ -146,19 +161,18 @@ def test_prev_next_link_consecutive_leaves_of_one_document_only():
         assert R.PREVIOUS not in mine[0].relationships and R.NEXT not in mine[-1].relationships
         for a, b in zip(mine, mine[1:]):
             assert a.next_node.node_id == b.node_id and b.prev_node.node_id == a.node_id
-    # Default: leaves only (no CHILD); PARENT names the node the enclosing span gets with include_parents=True.
-    assert all(R.CHILD not in n.relationships for n in nodes)
-    assert all(R.PARENT in n.relationships for n in nodes)
+    # Default: leaves only, and no relationship to a node that is not emitted (no PARENT, no CHILD).
+    assert all(R.CHILD not in n.relationships and R.PARENT not in n.relationships for n in nodes)
+    # metadata["parent_id"] is the id the enclosing span's node gets with include_parents=True, where it resolves.
     full = CodeNodeParser(chunk_size=64, include_parents=True).get_nodes_from_documents([d1, d2])
     full_by_id = {n.node_id: n for n in full}
     for n in nodes:
-        parent = full_by_id[n.parent_node.node_id]
-        assert parent.metadata["span_id"] == n.metadata["parent_id"] == n.parent_node.metadata["span_id"]
+        parent = full_by_id[n.metadata["parent_id"]]
+        assert full_by_id[n.node_id].parent_node.node_id == parent.node_id == full_by_id[n.node_id].metadata["parent_id"]
         assert n.node_id in [c.node_id for c in parent.child_nodes]
-        assert n.parent_node.metadata["kind"] == parent.metadata["kind"]
-        assert full_by_id[n.node_id].parent_node.node_id == n.parent_node.node_id
     custom = CodeNodeParser(chunk_size=64, id_func=lambda i, doc: f"{doc.doc_id}-{i}").get_nodes_from_documents([d1])
-    assert all(R.PARENT not in n.relationships for n in custom), "unknown parent ids: no PARENT"
+    assert all(R.PARENT not in n.relationships and "parent_id" not in n.metadata for n in custom), \
+        "unknown parent ids: neither PARENT nor parent_id"
     off = CodeNodeParser(chunk_size=64, include_prev_next_rel=False).get_nodes_from_documents([d1])
     assert all(R.PREVIOUS not in n.relationships and R.NEXT not in n.relationships for n in off)
 
@@ -181,7 +195,7 @@ def test_include_parents_emits_the_span_tree_with_parent_child_links(cl100k):
             parent = by_id[n.parent_node.node_id]
             assert parent.start_char_idx <= n.start_char_idx and n.end_char_idx <= parent.end_char_idx
             assert n.node_id in [c.node_id for c in parent.child_nodes]
-            assert n.metadata["parent_id"] == parent.metadata["span_id"]
+            assert n.metadata["parent_id"] == parent.node_id  # the PARENT link and the metadata agree
         assert doc.text[n.start_char_idx : n.end_char_idx] == n.text
         for kid in n.child_nodes or []:
             assert by_id[kid.node_id].parent_node.node_id == n.node_id

@@ -101,7 +101,8 @@ def test_each_cell_is_lossless_with_cell_relative_lines_and_within_budget(budget
         # Offsets and lines are the cell's own: the helper checks them against the cell's source.
         assert_valid_spans(sources[i], cell_spans, budget, cl100k.count)
     assert len({s.id for s in spans}) == len(spans), "span ids must be unique across the notebook"
-    assert all(s.path == f"{which}.ipynb" for s in spans)
+    # Each span's path is its cell's: offsets and lines refer to that cell, and a citation names it.
+    assert all(s.path == f"{which}.ipynb#cell{s.metadata['cell_index']}" for s in spans)
 
 
 @pytest.mark.parametrize("budget", [16, 48, 100, 200, 400])

@@ -1,23 +1,28 @@
-"""The engine-free pipeline run locally: embedded Chroma and LangChain sinks, incremental runs, interruptions."""
+"""The engine-free pipeline run locally into an index directory: embedded Chroma and LangChain sinks, incremental
+runs, interruptions, and the same index as ``CodeIndex`` writes."""
 
 from __future__ import annotations
 
+import random
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("chromadb")
-pytest.importorskip("bm25s")
+pytest.importorskip("tantivy")
 
 from fakes import CountingEmbedding, commit, git  # noqa: E402
 from helpers import DATA  # noqa: E402
 from llmc_splitters.errors import ConfigurationError  # noqa: E402
-from llmc_splitters.ingest import IngestSettings, chunk_file, settings_fingerprint  # noqa: E402
+from llmc_splitters.ingest import IngestSettings, chunk_batch, chunk_file, settings_fingerprint  # noqa: E402
 from llmc_splitters.ingest.manifest import ManifestState, filter_manifest, git_manifest  # noqa: E402
-from llmc_splitters.ingest.pipeline import ChromaSink, LangChainSink, run_local  # noqa: E402
-from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding  # noqa: E402
+from llmc_splitters.ingest.pipeline import ChromaSink, LangChainSink, open_index, run_local  # noqa: E402
+from llmc_splitters.ingest.summary import IngestSummary  # noqa: E402
+from llmc_splitters.ingest.writer import IndexWriter  # noqa: E402
+from llmc_splitters.retrieval import CodeIndex, CodeRetriever, HashingEmbedding  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -28,6 +33,7 @@ SOURCES = {
     "web/events.js": DATA / "javascript" / "events.js",
     "docs/guide.md": DATA / "markdown" / "guide.md",
     "scripts/deploy.sh": DATA / "bash" / "deploy.sh",
+    "notebooks/tide.ipynb": DATA / "notebooks" / "tide-analysis.ipynb",
 }
 
 
@@ -43,82 +49,123 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def _expected(root: Path) -> dict[str, str]:
-    """Record id -> text, straight from chunk_file over the committed tree (no pipeline involved)."""
-    out = {}
-    for e in filter_manifest(git_manifest(root, repository="demo"), exclude=()):
-        res = chunk_file("demo", e.path, (root / e.path).read_bytes(), S)
-        out.update({r["id"]: r["text"] for r in res.rows})
+def _expected(root: Path, repository: str = "demo") -> set[tuple]:
+    """Span-store rows ``(id, role, path, text)`` of the committed tree, straight from chunk_file (no pipeline)."""
+    out = set()
+    for e in filter_manifest(git_manifest(root, repository=repository), exclude=()):
+        res = chunk_file(repository, e.path, (root / e.path).read_bytes(), S)
+        if res.prepared is not None:
+            out |= {(r.span.id, r.role, r.span.path, None if r.role == "parent" else r.span.text)
+                    for r in res.prepared.write.rows}
     return out
 
 
-def _stored(sink: ChromaSink) -> dict[str, str]:
-    conn = sink.connect(None)
-    got = conn.store.collection.get(include=["documents"])
-    assert len(got["ids"]) == len(set(got["ids"]))
-    return dict(zip(got["ids"], got["documents"]))
+def _sql(index: Path, query: str) -> set[tuple]:
+    conn = sqlite3.connect(index / "llmc.sqlite3")
+    try:
+        return set(conn.execute(query))
+    finally:
+        conn.close()
 
 
-def _run(root: Path, state: ManifestState, sink, model=None, *, full: bool = False, workers: int = 0,
-         files_per_batch: int = 2):
-    plan = state.plan(filter_manifest(git_manifest(root, repository="demo"), exclude=()),
+def _rows(index: Path) -> set[tuple]:
+    return _sql(index, "SELECT id, role, path, text FROM spans")
+
+
+# Every column of a span row but the table's own row number (which follows the order files were written in).
+_SPAN_COLUMNS = ("id, file, path, role, kind, name, tail, language, start_byte, end_byte, start_char, end_char, "
+                 "start_line, end_line, parent_id, token_count, text, metadata, embed_hash")
+
+
+def _everything(index: Path) -> tuple[set[tuple], set[tuple]]:
+    """Every column of every span row, and every file marker but its time and stat."""
+    return (_sql(index, f"SELECT {_SPAN_COLUMNS} FROM spans"),
+            _sql(index, "SELECT path, hash, settings, language, n_spans, n_leaves, bindings FROM files"))
+
+
+def _searched(index: Path) -> set[str]:
+    return {r[0] for r in _sql(index, "SELECT id FROM spans WHERE role != 'parent'")}
+
+
+def _vector_ids(index: Path) -> set[str]:
+    """The ids embedded Chroma holds in ``index/chroma`` (where CodeIndex(path=index) keeps vectors)."""
+    from llmc_splitters.retrieval.store import ChromaStore
+
+    client = ChromaStore(str(index / "chroma")).client
+    ids = [i for name in ("llmc_spans", "llmc_spans_summaries")
+           for i in client.get_collection(name).get(include=[])["ids"]]
+    assert len(ids) == len(set(ids))
+    return set(ids)
+
+
+def _plan(root: Path, state: ManifestState, *, full: bool = False, repository: str = "demo"):
+    return state.plan(filter_manifest(git_manifest(root, repository=repository), exclude=()),
                       fingerprint=settings_fingerprint(S), full=full)
+
+
+def _run(root: Path, state: ManifestState, index: Path, model=None, *, sink=None, full: bool = False,
+         workers: int = 0, files_per_batch: int = 2, repository: str = "demo", source: str = "git"):
     factory = (lambda: model) if model is not None else None
-    return run_local(plan, sink, roots=str(root), settings=S, embedding_factory=factory, state=state,
-                     workers=workers, files_per_batch=files_per_batch, progress=None)
+    return run_local(_plan(root, state, full=full, repository=repository), sink, index=index, roots=str(root),
+                     settings=S, embedding_factory=factory, state=state, workers=workers,
+                     files_per_batch=files_per_batch, source=source, progress=None)
 
 
 def test_local_run_is_idempotent_and_incremental(repo: Path, tmp_path: Path) -> None:
-    sink = ChromaSink(path=str(tmp_path / "chroma"))
+    index = tmp_path / "index"
     state = ManifestState(tmp_path / "state")
     model = CountingEmbedding()
-    first = _run(repo, state, sink, model)
+    first = _run(repo, state, index, model)
     expected = _expected(repo)
-    assert _stored(sink) == expected
-    assert (first.files_chunked, first.files_skipped, first.files_failed) == (5, 1, 0)
+    assert _rows(index) == expected
+    assert (first.files_chunked, first.files_skipped, first.files_failed) == (6, 1, 0)
     assert first.reasons == {"skipped: binary": 1}
     assert first.spans_written == len(expected)
     assert first.spans_embedded == len(set(model.calls)) > 0
+    assert _vector_ids(index) == _searched(index), "a vector per searched row, nothing else"
+    assert _sql(index, "SELECT * FROM pending") == set(), "the lexical index and the vectors are settled"
     assert "chunk:" in str(first) and "embed:" in str(first) and "write:" in str(first)
 
     # Nothing changed: nothing read, nothing embedded, the same records.
     model.calls.clear()
-    again = _run(repo, state, sink, model)
+    again = _run(repo, state, index, model)
     assert (again.files_planned, again.spans_written, model.calls) == (0, 0, [])
-    assert _stored(sink) == expected
+    assert _rows(index) == expected
 
-    # A full re-run over the populated store rewrites the same ids; every vector comes from the cache.
-    full = _run(repo, state, sink, model, full=True)
-    assert full.files_planned == 6 and full.spans_embedded == 0 and full.spans_cached > 0
-    assert model.calls == []
-    assert _stored(sink) == expected
+    # A full re-run over the populated index rewrites the same ids; every vector comes from the cache.
+    full = _run(repo, state, index, model, full=True)
+    assert full.files_planned == 7 and full.spans_written == len(expected)
+    assert full.spans_embedded == 0 and full.spans_cached > 0 and model.calls == []
+    assert _rows(index) == expected and _vector_ids(index) == _searched(index)
 
-    # One file edited, one deleted: only the edited file's new texts are embedded; old versions go.
+    # One file edited, one deleted: only the edited file's new texts are embedded; the deleted one's rows go.
     path = repo / "pkg" / "textwrap.py"
     path.write_text(path.read_text().replace("def dedent(text):", "def dedent(text):\n    # edited"))
+    n_events = sum(1 for r in expected if r[2] == "demo/web/events.js")
     (repo / "web" / "events.js").unlink()
     commit(repo, "edit")
-    edit = _run(repo, state, sink, model)
-    assert (edit.files_planned, edit.files_deleted) == (1, 1)
+    edit = _run(repo, state, index, model)
+    assert (edit.files_planned, edit.files_deleted, edit.spans_deleted) == (1, 1, n_events)
     assert model.calls and all("demo/pkg/textwrap.py" in t for t in model.calls)
     assert len(model.calls) <= 3, "spans whose text did not change keep their vectors"
-    assert edit.spans_deleted > 0
-    assert _stored(sink) == _expected(repo)
-    assert not any("events.js" in t for t in _stored(sink).values() if t.startswith("File:"))
+    assert _rows(index) == _expected(repo)
+    assert _vector_ids(index) == _searched(index), "the vectors of replaced and removed rows are deleted"
 
-    # The records are CodeIndex records: the retriever searches them as they are.
-    r = CodeRetriever(path=str(tmp_path / "chroma"), embedding=HashingEmbedding(64), max_tokens=128)
-    assert sorted(r.index.paths) == ["demo/docs/guide.md", "demo/pkg/decoder.py", "demo/pkg/textwrap.py",
-                                     "demo/scripts/deploy.sh"]
+    # The index is a CodeIndex: the retriever searches it as it is.
+    r = CodeRetriever(path=str(index), embedding=HashingEmbedding(64), max_tokens=128)
+    assert sorted(r.index.paths) == ["demo/docs/guide.md", "demo/notebooks/tide.ipynb", "demo/pkg/decoder.py",
+                                     "demo/pkg/textwrap.py", "demo/scripts/deploy.sh"]
     hit = r.search("dedent common leading whitespace", k=1).hits[0].span
     assert (hit.path, hit.name) == ("demo/pkg/textwrap.py", "dedent")
     assert "# edited" in r.get_symbol("dedent")[0].text
 
 
-def test_an_interrupted_run_is_completed_by_the_next(repo: Path, tmp_path: Path) -> None:
-    sink = ChromaSink(path=str(tmp_path / "chroma"))
+def test_an_interrupted_run_is_completed_by_the_next(repo: Path, tmp_path: Path, monkeypatch) -> None:
+    import llmc_splitters.ingest.writer as writer
+
+    index = tmp_path / "index"
     state = ManifestState(tmp_path / "state")
-    _run(repo, state, sink, CountingEmbedding())
+    _run(repo, state, index, CountingEmbedding())
     path = repo / "pkg" / "decoder.py"
     path.write_text(path.read_text() + "\n\ndef added_later():\n    return 42\n")
     (repo / "docs" / "guide.md").unlink()
@@ -128,39 +175,142 @@ def test_an_interrupted_run_is_completed_by_the_next(repo: Path, tmp_path: Path)
     class Dies(CountingEmbedding):
         def embed_documents(self, texts):
             if self.calls:
-                raise KeyboardInterrupt  # the process is killed after its first write batch
+                raise KeyboardInterrupt  # the process is stopped after its first group was written
             return super().embed_documents(texts)
 
+    monkeypatch.setattr(writer, "_GROUP_FILES", 1)  # one file per transaction, so the run dies between two
     with pytest.raises(KeyboardInterrupt):
-        _run(repo, state, sink, Dies(), files_per_batch=1)
-    partial = _stored(sink)
-    assert partial != _expected(repo), "the dead run left the store half-updated"
+        _run(repo, state, index, Dies(), files_per_batch=1)
+    assert _rows(index) != _expected(repo), "the dead run left the index part-way"
     assert state.pending_keys()
-    done = _run(repo, state, sink, CountingEmbedding())
+    done = _run(repo, state, index, CountingEmbedding())
     assert done.files_planned == 2 and done.files_deleted == 1
-    assert _stored(sink) == _expected(repo), "no duplicate, no missing, no stale record"
+    assert _rows(index) == _expected(repo), "no duplicate, no missing, no stale record"
+    assert _vector_ids(index) == _searched(index)
     assert not state.pending.exists()
+    assert CodeIndex(index, embedding=HashingEmbedding(64), max_tokens=128).status()["pending"] == []
 
 
-def test_process_pool_and_serial_runs_write_the_same_records(repo: Path, tmp_path: Path) -> None:
-    a = ChromaSink(path=str(tmp_path / "a"))
-    b = ChromaSink(path=str(tmp_path / "b"))
-    _run(repo, ManifestState(tmp_path / "sa"), a, CountingEmbedding(), workers=0)
-    _run(repo, ManifestState(tmp_path / "sb"), b, CountingEmbedding(), workers=2)
-    assert _stored(a) == _stored(b) == _expected(repo)
+def test_process_pool_and_serial_chunking_write_the_same_index(repo: Path, tmp_path: Path) -> None:
+    _run(repo, ManifestState(tmp_path / "sa"), tmp_path / "a", CountingEmbedding(), workers=0)
+    _run(repo, ManifestState(tmp_path / "sb"), tmp_path / "b", CountingEmbedding(), workers=2)
+    assert _everything(tmp_path / "a") == _everything(tmp_path / "b")
+    assert _rows(tmp_path / "a") == _expected(repo)
+    assert _vector_ids(tmp_path / "a") == _vector_ids(tmp_path / "b")
 
 
-def test_plan_and_settings_must_match(repo: Path, tmp_path: Path) -> None:
+def test_the_pipeline_writes_the_index_codeindex_writes(repo: Path, tmp_path: Path) -> None:
+    ingested, serial = tmp_path / "ingested", tmp_path / "serial"
+    _run(repo, ManifestState(tmp_path / "state"), ingested, CountingEmbedding(), repository="")
+    idx = CodeIndex(serial, embedding=HashingEmbedding(64), max_tokens=128)
+    idx.index_directory(repo, include=("*",))
+    idx.close()
+    assert _everything(ingested) == _everything(serial), "same rows, metadata, views, cache keys and markers"
+    assert _vector_ids(ingested) == _vector_ids(serial)
+    # CodeIndex over the ingested index finds nothing to do: same content hashes, same settings.
+    model = CountingEmbedding()
+    again = CodeIndex(ingested, embedding=model, max_tokens=128).index_directory(repo, include=("*",))
+    assert sorted(again.unchanged) == sorted(SOURCES) and again.written == 0 and model.calls == []
+
+
+def test_a_skipped_file_loses_its_old_version_and_a_failed_one_keeps_it(repo: Path, tmp_path: Path) -> None:
+    index = tmp_path / "index"
     state = ManifestState(tmp_path / "state")
+    _run(repo, state, index, source="worktree")
+    before = {r for r in _rows(index) if r[2] == "demo/scripts/deploy.sh"}
+    (repo / "pkg" / "decoder.py").write_bytes(b"\x00\x01 now a binary file")
+    deploy = repo / "scripts" / "deploy.sh"
+    deploy.write_text(deploy.read_text() + "\necho committed\n")
+    commit(repo, "edit")
+    deploy.write_text(deploy.read_text() + "\necho edited after the commit\n")  # read != planned: failed
+    run = _run(repo, state, index, source="worktree")
+    assert (run.files_skipped, run.files_failed) == (1, 1)
+    assert [f[1] for f in run.failed] == ["scripts/deploy.sh"]
+    rows = _rows(index)
+    assert not [r for r in rows if r[2] == "demo/pkg/decoder.py"], "skipped for good: its old version is gone"
+    assert {r for r in rows if r[2] == "demo/scripts/deploy.sh"} == before, "failed: the old version stays"
+    failed = CodeIndex(index, max_tokens=128).status()["failed"]
+    assert set(failed) == {"demo/data.bin", "demo/pkg/decoder.py", "demo/scripts/deploy.sh"}
+    assert failed["demo/pkg/decoder.py"].startswith("skipped: binary")
+    assert _plan(repo, state).to_chunk[0].path == "scripts/deploy.sh", "the failed file is retried"
+
+
+def test_the_writer_reassembles_files_from_rows_in_any_order_and_batching(tmp_path: Path) -> None:
+    paths = list(SOURCES)
+    cols = chunk_batch({"path": paths, "data": [SOURCES[p].read_bytes() for p in paths]}, S)
+    n = len(cols["id"])
+    order = list(range(n))
+    random.Random(7).shuffle(order)
+
+    def write(batches, where: Path) -> None:
+        w = IndexWriter(lambda _: open_index(where, S, None, None), embedding="none", recorded=None,
+                        summary=IngestSummary())
+        for b in batches:
+            w.feed(b)
+        w.finish()
+        w.close()
+        assert w.summary.files_chunked == len(paths)
+
+    write([cols], tmp_path / "whole")
+    write([{c: [cols[c][i] for i in order[j : j + 3]] for c in cols} for j in range(0, n, 3)], tmp_path / "shuffled")
+    assert _everything(tmp_path / "whole") == _everything(tmp_path / "shuffled")
+
+
+def test_the_writer_refuses_rows_of_another_model_before_writing_any(repo: Path, tmp_path: Path) -> None:
+    from llmc_splitters.ingest.pipeline import EmbedStage, embedding_name
+    from llmc_splitters.ingest.writer import WorkerModel, WrittenByWorkers, recorded_embedding
+
+    index = tmp_path / "index"
+    _run(repo, ManifestState(tmp_path / "state"), index, CountingEmbedding())
+    before = _everything(index)
+    sink = ChromaSink(path=str(index / "chroma"))
+    recorded = recorded_embedding(index)
+    assert recorded == embedding_name(CountingEmbedding())
+    w = IndexWriter(lambda name: open_index(index, S, WrittenByWorkers(sink.vectors()), WorkerModel(name)),
+                    embedding=None, recorded=recorded, summary=IngestSummary())
+    rows = EmbedStage(lambda: HashingEmbedding(32))(chunk_batch({"path": ["demo/x.py"], "data": [b"x = 1\n"]}, S))
+    with pytest.raises(ConfigurationError, match="hashing:32"):
+        w.feed(rows)
+    w.close()
+    assert _everything(index) == before
+
+
+def test_the_wrapped_vector_stores_still_say_where_they_live() -> None:
+    from types import SimpleNamespace
+
+    from llmc_splitters.ingest.sinks import ChromaVectors
+    from llmc_splitters.ingest.writer import WrittenByWorkers
+
+    inner = SimpleNamespace(describe=lambda: {"kind": "chroma", "host": "h", "port": 1, "collection": "c"})
+    assert WrittenByWorkers(ChromaVectors(inner)).describe() == inner.describe(), "the index records it"
+    assert not hasattr(WrittenByWorkers(ChromaVectors(SimpleNamespace())), "describe")
+
+
+def test_bad_arguments_are_configuration_errors(repo: Path, tmp_path: Path) -> None:
+    state = ManifestState(tmp_path / "state")
+    index = tmp_path / "index"
     plan = state.plan(git_manifest(repo), fingerprint=settings_fingerprint(IngestSettings(max_tokens=64)))
     with pytest.raises(ConfigurationError, match="settings"):
-        run_local(plan, ChromaSink(path=str(tmp_path / "c")), roots=str(repo), settings=S, progress=None)
+        run_local(plan, index=index, roots=str(repo), settings=S, progress=None)
     with pytest.raises(ConfigurationError, match="exactly one"):
         ChromaSink()
     plan = state.plan(git_manifest(repo), fingerprint=settings_fingerprint(S))
+    with pytest.raises(ConfigurationError, match="index=DIR"):
+        run_local(plan, roots=str(repo), settings=S, progress=None)
     with pytest.raises(ConfigurationError, match="embeds what it stores"):
-        run_local(plan, LangChainSink(_vectorstore, _docstore), roots=str(repo), settings=S,
+        run_local(plan, LangChainSink(_vectorstore), index=index, roots=str(repo), settings=S,
                   embedding_factory=CountingEmbedding, progress=None)
+    with pytest.raises(ConfigurationError, match="holds vectors"):
+        run_local(plan, ChromaSink(path=str(tmp_path / "c")), index=index, roots=str(repo), settings=S,
+                  progress=None)
+    with pytest.raises(ConfigurationError, match="embed_batch_size"):
+        run_local(plan, index=index, roots=str(repo), settings=S, embed_batch_size=32, progress=None)
+    with pytest.raises(ConfigurationError, match="docstore"):
+        LangChainSink(_vectorstore, _vectorstore)
+    assert not index.exists(), "nothing was written"
+    _run(repo, state, index)  # a lexical index...
+    with pytest.raises(ConfigurationError, match="'none'"):
+        _run(repo, state, index, CountingEmbedding(), full=True)  # ... refuses vectors
 
 
 # ------------------------------------------------------------------------------------- LangChain vector store
@@ -174,35 +324,27 @@ def _vectorstore():
     return _STORES.setdefault("vs", InMemoryVectorStore(HashingEmbedding(64)))
 
 
-def _docstore():
-    from langchain_core.stores import InMemoryStore
-
-    return _STORES.setdefault("ds", InMemoryStore())
-
-
-def test_langchain_sink_feeds_a_retriever_over_the_same_stores(repo: Path, tmp_path: Path) -> None:
+def test_langchain_sink_feeds_a_retriever_over_the_same_index(repo: Path, tmp_path: Path) -> None:
     pytest.importorskip("langchain_core")
     from llmc_splitters.retrieval.vectorstore import code_index
 
     _STORES.clear()
-    sink = LangChainSink(_vectorstore, _docstore)
+    index = tmp_path / "index"
     state = ManifestState(tmp_path / "state")
-    first = _run(repo, state, sink)
-    expected = _expected(repo)
-    vs, ds = _vectorstore(), _docstore()
-    stored = {k.split("/", 2)[2]: v.page_content for k, v in zip(list(ds.yield_keys(prefix="llmc/r/")),
-                                                                  ds.mget(list(ds.yield_keys(prefix="llmc/r/"))))}
-    assert stored == expected
-    searched = [i for i, t in expected.items() if i in vs.store]
-    assert first.spans_embedded == len(searched) == len(vs.store)
-    r = CodeRetriever(index=code_index(vs, ds, max_tokens=128), k=1)
+    first = _run(repo, state, index, sink=LangChainSink(_vectorstore))
+    vs = _vectorstore()
+    assert _rows(index) == _expected(repo)
+    assert set(vs.store) == _searched(index), "the vector store holds the searched rows, nothing else"
+    assert first.spans_embedded == len(vs.store)
+    r = CodeRetriever(index=code_index(vs, path=str(index), max_tokens=128), k=1)
     hit = r.search("dedent common leading whitespace", k=1).hits[0].span
     assert (hit.path, hit.name) == ("demo/pkg/textwrap.py", "dedent")
+    r.index.close()
     (repo / "web" / "events.js").unlink()
     commit(repo, "drop")
-    _run(repo, state, sink)
-    assert not any("events.js" in (d.metadata.get("path") or "") for d in ds.mget(list(ds.yield_keys())) if d)
-    assert not any("events.js" in v["metadata"].get("path", "") for v in vs.store.values())
+    _run(repo, state, index, sink=LangChainSink(_vectorstore))
+    assert not any("events.js" in v["metadata"]["file"] for v in vs.store.values())
+    assert set(vs.store) == _searched(index)
     _STORES.clear()
 
 
@@ -215,22 +357,21 @@ def test_ray_is_an_optional_extra(monkeypatch, repo: Path, tmp_path: Path) -> No
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     plan = ManifestState(tmp_path / "state").plan(git_manifest(repo), fingerprint=settings_fingerprint(S))
     with pytest.raises(MissingDependencyError, match=r"llmc-splitters\[ray\]"):
-        ray_ingest.run_ray(plan, ChromaSink(host="localhost"), roots=str(repo), settings=S)
+        ray_ingest.run_ray(plan, ChromaSink(host="localhost"), index=tmp_path / "index", roots=str(repo), settings=S)
     out = subprocess.run(
         [sys.executable, "-c", "import sys, llmc_splitters.ingest.ray, llmc_splitters.ingest.pipeline, "
-         "llmc_splitters.ingest, llmc_splitters.ingest.manifest; print('ray' in sys.modules)"],
+         "llmc_splitters.ingest, llmc_splitters.ingest.manifest; print('ray' in sys.modules, 'chromadb' in sys.modules)"],
         check=True, capture_output=True, text=True,
     )
-    assert out.stdout.strip() == "False", "importing the ingestion modules does not import Ray"
+    assert out.stdout.strip() == "False False", "importing the ingestion modules imports neither Ray nor Chroma"
 
 
 def test_ingested_files_count_as_unchanged_for_codeindex(repo: Path, tmp_path: Path) -> None:
-    from llmc_splitters.retrieval import CodeIndex
-    from llmc_splitters.retrieval.store import ChromaStore
-
-    sink = ChromaSink(path=str(tmp_path / "chroma"))
-    _run(repo, ManifestState(tmp_path / "state"), sink, CountingEmbedding())
-    idx = CodeIndex(ChromaStore(str(tmp_path / "chroma")), embedding=CountingEmbedding(), max_tokens=128)
+    index = tmp_path / "index"
+    _run(repo, ManifestState(tmp_path / "state"), index, CountingEmbedding())
+    model = CountingEmbedding()
+    idx = CodeIndex(index, embedding=model, max_tokens=128)
     text = (repo / "pkg" / "textwrap.py").read_text()
     report = idx.index_texts({"demo/pkg/textwrap.py": text})
     assert report.unchanged == ["demo/pkg/textwrap.py"], "same content hash and settings as CodeIndex's own"
+    assert model.calls == []

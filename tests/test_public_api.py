@@ -14,7 +14,9 @@ import llmc_splitters
 CORE_ALL = [
     "ASTChunker",
     "ConfigurationError",
+    "InputWarning",
     "LlmcError",
+    "LlmcWarning",
     "MalformedNotebookError",
     "MissingDependencyError",
     "Span",
@@ -30,7 +32,7 @@ CORE_ALL = [
 
 # Heavy or optional packages that importing and using the core must never load.
 NEVER_LOADED_BY_CORE = ["langchain_core", "langchain_text_splitters", "llama_index", "bm25s", "chromadb", "torch",
-                        "sentence_transformers", "transformers", "numpy"]
+                        "sentence_transformers", "transformers", "numpy", "mcp", "watchdog", "uvicorn", "starlette"]
 
 
 def test_core_all_is_pinned_and_every_name_resolves():
@@ -86,6 +88,18 @@ def test_importing_and_using_the_core_loads_no_framework():
     )
     assert loaded["after_import"] == [], "import llmc_splitters must load no framework and no tokenizer"
     assert loaded["after_chunk"] == [], "chunking must load no framework"
+
+
+def test_importing_the_mcp_package_loads_neither_the_sdk_nor_watchdog():
+    loaded = _fresh(
+        """
+        import json, sys
+        import llmc_splitters.mcp
+        from llmc_splitters.mcp import CodeService
+        print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} & {"mcp", "watchdog", "uvicorn", "starlette"})))
+        """
+    )
+    assert loaded == []
 
 
 def test_importing_one_face_does_not_load_the_other_framework():

@@ -10,7 +10,7 @@ from helpers import chroma_server as running_chroma
 pytest.importorskip("chromadb")
 pytest.importorskip("bm25s")
 
-from fakes import CountingEmbedding  # noqa: E402
+from fakes import CountingEmbedding, stored_rows  # noqa: E402
 
 from llmc_splitters.retrieval import CodeRetriever  # noqa: E402
 
@@ -56,7 +56,8 @@ def test_index_query_modify_reindex_on_server(chroma_server, tmp_path: Path) -> 
     (root / "service.py").write_text(SERVICE)
     (root / "util.py").write_text(UTIL)
     emb = CountingEmbedding()
-    r = CodeRetriever(host=host, port=port, collection="server_test", embedding=emb, max_tokens=48, k=1)
+    db = tmp_path / "db"  # spans and the lexical index; the vectors live in the server
+    r = CodeRetriever(path=db, host=host, port=port, collection="server_test", embedding=emb, max_tokens=48, k=1)
     first = r.index_directory(root)
     assert sorted(first.added) == ["service.py", "util.py"] and first.embedded == len(emb.calls) > 0
 
@@ -65,8 +66,10 @@ def test_index_query_modify_reindex_on_server(chroma_server, tmp_path: Path) -> 
     assert "import json\nfrom decimal import Decimal\n" in res.context and 'TAX = Decimal("0.2")' in res.context
     assert res.token_count <= 400
 
-    # A second client sees the same data (everything lives in the server).
-    other = CodeRetriever(host=host, port=port, collection="server_test", embedding=CountingEmbedding(), max_tokens=48)
+    assert not (db / "chroma").exists(), "no embedded Chroma when the vectors go to a server"
+    # A second client of the same index sees the same data.
+    other = CodeRetriever(path=db, host=host, port=port, collection="server_test", embedding=CountingEmbedding(),
+                          max_tokens=48)
     assert other.index.paths == ["service.py", "util.py"]
     assert other.search("slugify text").hits[0].span.path == "util.py"
 
@@ -81,5 +84,9 @@ def test_index_query_modify_reindex_on_server(chroma_server, tmp_path: Path) -> 
     (root / "util.py").unlink()
     third = r.index_directory(root)
     assert third.removed == ["util.py"]
-    fresh = CodeRetriever(host=host, port=port, collection="server_test", embedding=CountingEmbedding(), max_tokens=48)
+    fresh = CodeRetriever(path=db, host=host, port=port, collection="server_test", embedding=CountingEmbedding(),
+                          max_tokens=48)
     assert fresh.index.paths == ["service.py"]
+    # The server holds exactly the vectors of the searched rows left: the removed file's are gone.
+    searched = {row_id for row_id, role, _, _ in stored_rows(fresh.index) if role != "parent"}
+    assert fresh.index.vectors.count() == len(searched)

@@ -142,7 +142,8 @@ def test_stdlib_method_hit_with_skeleton_and_imports(tmp_path: Path, argparse_so
     assert [p.text for p in imports] == ["import sys as _sys\n", "from gettext import gettext as _, ngettext\n"]
     skel = next(p for p in res.pieces if p.kind == "skeleton")
     assert skel.text.startswith("class ArgumentParser(_AttributeHolder, _ActionsContainer):\n")
-    assert "    def error(self, message):\n" in skel.text
+    assert "    def exit(self, status=0, message=None):\n" in skel.text
+    assert "    def error(self, message):\n" not in skel.text  # shown whole: not repeated by the skeleton
     # Too small for the skeleton: the method survives.
     small = r.retrieve("print usage message to stderr and exit with error", max_context_tokens=150)
     assert_pieces_exact(small, files)
@@ -261,13 +262,13 @@ def test_budget_never_exceeded(js_retriever: CodeRetriever) -> None:
             assert_pieces_exact(res, {"src/client.js": CLIENT_JS})
 
 
-def test_indexing_streams_a_tree_and_leaves_the_search_view_to_the_first_query(tmp_path: Path, monkeypatch) -> None:
-    """Structural, not timed: while a tree is indexed, no store write carries more than one group of files, and the
-    index keeps none of the written records (texts, spans) in memory, only each file's marker; the records are read
-    back at the first search, which finds what was written."""
-    from llmc_splitters.retrieval import index as index_mod
+def test_writes_go_by_group_and_a_query_reads_only_its_candidates(tmp_path: Path, monkeypatch) -> None:
+    """Structural, not timed: while a tree is indexed, no span-store transaction carries more than one group of
+    files; a query reads its candidates by id in one batch (at most one list per engine), never the index; a
+    reopened index reads nothing at open and skips an unchanged tree without reading a file."""
+    from llmc_splitters.retrieval import indexing
 
-    monkeypatch.setattr(index_mod, "_GROUP_FILES", 4)
+    monkeypatch.setattr(indexing, "_GROUP_FILES", 4)
     src = tmp_path / "src"
     for i in range(13):
         d = src / f"pkg{i:02d}"
@@ -277,40 +278,46 @@ def test_indexing_streams_a_tree_and_leaves_the_search_view_to_the_first_query(t
             f"class Holder{i}:\n    def value(self):\n        return compute_{i}(2)\n"
         )
     r = CodeRetriever(path=tmp_path / "db", embedding=HashingEmbedding(64))
-    idx = r.index
-    calls: list[tuple[int, int, int]] = []  # (paths in the write, records held in the search view, records)
-    upsert = idx.store.upsert
-
-    def counting_upsert(records):  # noqa: ANN001, ANN202
-        calls.append((len({rec.metadata["path"] for rec in records}), len(idx._view_entries), len(records)))
-        return upsert(records)
-
-    monkeypatch.setattr(idx.store, "upsert", counting_upsert)
+    store = r.index.span_store
+    writes: list[int] = []
+    real_write = store.write_files
+    monkeypatch.setattr(store, "write_files", lambda ws, pending: writes.append(len(ws)) or real_write(ws, pending=pending))
     report = r.index_directory(src)
     assert len(report.added) == 13 and not report.failed
-    assert calls and max(n_paths for n_paths, _, _ in calls) <= 4
-    assert all(held == 0 for _, held, _ in calls)
-    assert not idx._view_loaded and idx._view_entries == {}
-    assert len(idx.paths) == 13 and idx.leaf_count() == sum(idx.leaf_count(p) for p in idx.paths) > 0
-    # First query loads the view; it holds what was written.
-    hits = r.search("compute_7 holder", k=3).hits
-    assert idx._view_loaded and any(h.span.path == "pkg07/mod.py" for h in hits)
-    assert idx.leaf_count() == len(idx.spans())
-    # Once loaded, the view follows later writes (no reload) and an unchanged tree is skipped.
+    assert writes and max(writes) <= 4 and sum(writes) == 13
+    assert len(r.index.paths) == 13 and r.index.leaf_count() == sum(r.index.leaf_count(p) for p in r.index.paths) > 0
+    gets: list[int] = []
+    real_get = store.get
+    monkeypatch.setattr(store, "get", lambda ids: gets.append(len(ids)) or real_get(ids))
+    hits = r.index.search("compute_7 holder", k=3, candidates=10).hits
+    assert any(h.span.path == "pkg07/mod.py" for h in hits)
+    assert gets[0] <= 2 * 10, "the first read is the candidates of both lists"
+    # An edit is searchable at once; an unchanged tree is skipped on its stat alone.
     (src / "pkg03" / "mod.py").write_text("def brand_new_function_name():\n    return 42\n")
     report = r.index_directory(src)
     assert report.updated == ["pkg03/mod.py"] and len(report.unchanged) == 12
     assert [h.span.path for h in r.search("brand_new_function_name", k=1).hits] == ["pkg03/mod.py"]
-    # A reopened index reads only the markers: same files and counts, nothing re-indexed.
     reopened = CodeRetriever(path=tmp_path / "db", embedding=HashingEmbedding(64))
-    assert not reopened.index._view_loaded
-    assert reopened.index.paths == idx.paths and reopened.index.leaf_count() == idx.leaf_count()
-    assert reopened.index_directory(src).unchanged == idx.paths
-    assert not reopened.index._view_loaded
-    # An index opened to be searched (the CLI's query) reads the store once: markers and search view together.
-    searched = CodeRetriever(path=tmp_path / "db", embedding=HashingEmbedding(64))
-    reads = []
-    real_records = searched.index.store.records
-    searched.index.store.records = lambda **kw: reads.append(kw) or real_records(**kw)
-    assert [h.span.path for h in searched.search("brand_new_function_name", k=1).hits] == ["pkg03/mod.py"]
-    assert reads == [{"documents": True}] and searched.index.paths == idx.paths
+    assert reopened.index.paths == r.index.paths and reopened.index.leaf_count() == r.index.leaf_count()
+    again = reopened.index_directory(src)
+    assert again.unchanged == r.index.paths and again.bytes_read == 0
+
+
+def test_a_bare_method_name_finds_methods_of_classes_that_fit_one_leaf(tmp_path: Path) -> None:
+    """``run`` finds ``Job.run`` also when the method is not a span of its own (only an entry of its class leaf's
+    ``symbols``), and non-ASCII names are found as the chunker recorded them."""
+    src = "".join(f"class Job{i}:\n    def run(self):\n        return {i}\n\n" for i in range(3))
+    src += "class Größe:\n    def läuft(self):\n        return 'ja'\n"
+    r = CodeRetriever(path=tmp_path / "db", max_tokens=512)
+    r.index_texts({"jobs.py": src})
+    assert [s.name for s in r.index.spans("jobs.py")] == ["Job0", "Job1", "Job2", "Größe"]  # methods inside leaves
+    lines = src.splitlines(keepends=True)
+    runs = r.get_symbol("run")
+    assert [(s.start_line, s.end_line) for s in runs] == [(2, 3), (6, 7), (10, 11)]
+    assert [s.text for s in runs] == ["".join(lines[a - 1 : b]) for a, b in ((2, 3), (6, 7), (10, 11))]
+    assert r.get_symbol("run") == sorted(r.get_symbol("Job0.run") + r.get_symbol("Job1.run") + r.get_symbol("Job2.run"),
+                                         key=lambda s: s.start_byte)
+    (umlaut,) = r.get_symbol("läuft")
+    assert umlaut.text == "    def läuft(self):\n        return 'ja'\n"
+    assert r.get_symbol("Größe.läuft") == [umlaut]
+    assert r.get_symbol("un") == []  # a suffix of a name part is not a name

@@ -70,7 +70,7 @@ def test_hybrid_retrieval_bounded_views_and_incremental(tmp_path: Path, minilm: 
     assert report.embedded == len(emb.calls) > 0
     # Spans longer than the model's input are embedded as a bounded view, and say so.
     leaves = r.index.spans("textwrap.py")
-    metas = [r.index._entries[s.id].meta for s in leaves]
+    metas = [s.metadata for s in leaves]
     assert all(m["embedded_tokens"] <= 254 for m in metas)
     assert any(m["embedded_view"] == "truncated" for m in metas)
     assert all(emb.count_tokens(t) <= 254 for t in emb.calls)

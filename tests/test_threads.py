@@ -140,11 +140,11 @@ QUERIES = [
 @pytest.fixture(scope="module")
 def retriever(tmp_path_factory):
     pytest.importorskip("chromadb")
-    pytest.importorskip("bm25s")
-    from llmc_splitters.retrieval import ChromaStore, CodeRetriever, HashingEmbedding
+    pytest.importorskip("tantivy")
+    from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding
 
-    store = ChromaStore(path=str(tmp_path_factory.mktemp("threads-db")))
-    r = CodeRetriever(store=store, embedding=HashingEmbedding(128), max_tokens=200, k=4, max_context_tokens=1200)
+    db = tmp_path_factory.mktemp("threads-db")
+    r = CodeRetriever(path=db, embedding=HashingEmbedding(128), max_tokens=200, k=4, max_context_tokens=1200)
     report = r.index_texts(dict(_inputs()))
     assert len(report.added) >= 25
     return r
@@ -163,8 +163,7 @@ def _result(r, query: str, multi_stage: bool):
 def test_one_retriever_shared_by_eight_threads_gives_single_thread_results(retriever, multi_stage):
     reference = {q: _result(retriever, q, multi_stage) for q in QUERIES}
     assert sum(1 for v in reference.values() if v[4]) >= len(QUERIES) - 2
-    with retriever.index._lock:
-        retriever.index._lex_cache.clear()  # the threads race to rebuild the BM25 state
+    retriever.index.close()  # every thread opens its own connection to the span store
 
     def work(i: int):
         order = list(QUERIES) * 2
@@ -206,22 +205,19 @@ class CrashingChunker(ASTChunker):
         return super().chunk_tree(text, language=language, path=path)
 
 
-def _stored(store) -> set[tuple[str, str]]:
-    return {(r.id, r.document) for r in store.records()}
-
-
 def test_workers_store_exactly_what_one_process_stores(tmp_path):
-    pytest.importorskip("chromadb")
-    from llmc_splitters.retrieval import ChromaStore, CodeIndex
+    from fakes import stored_rows
+
+    from llmc_splitters.retrieval import CodeIndex
 
     root = _tree(tmp_path / "src")
-    one = CodeIndex(ChromaStore(path=str(tmp_path / "one")), max_tokens=200)
-    two = CodeIndex(ChromaStore(path=str(tmp_path / "two")), max_tokens=200)
+    one = CodeIndex(tmp_path / "one", max_tokens=200)
+    two = CodeIndex(tmp_path / "two", max_tokens=200)
     r1 = one.index_directory(root)
     r2 = two.index_directory(root, workers=2)
     assert r1.added == r2.added and len(r1.added) >= len(TREE_FILES) and r1.failed == r2.failed == {}
     assert r1.spans == r2.spans
-    assert _stored(one.store) == _stored(two.store)
+    assert stored_rows(one) == stored_rows(two)
     assert {s.id for s in one.spans()} == {s.id for s in two.spans()}
     # Unchanged files are recognised before any chunking is sent to the workers.
     again = two.index_directory(root, workers=2)
@@ -229,15 +225,16 @@ def test_workers_store_exactly_what_one_process_stores(tmp_path):
 
 
 def test_a_worker_that_dies_fails_only_its_file(tmp_path):
-    pytest.importorskip("chromadb")
-    from llmc_splitters.retrieval import ChromaStore, CodeIndex
+    from fakes import stored_rows
+
+    from llmc_splitters.retrieval import CodeIndex
 
     root = _tree(tmp_path / "src")
     (root / "boom.py").write_text("def boom():\n    return 'the chunking process dies here'\n")
-    idx = CodeIndex(ChromaStore(path=str(tmp_path / "db")), chunker=CrashingChunker(max_tokens=200, analyze=True))
+    idx = CodeIndex(tmp_path / "db", chunker=CrashingChunker(max_tokens=200, analyze=True))
     report = idx.index_directory(root, workers=2)
     assert list(report.failed) == ["boom.py"] and "process died" in report.failed["boom.py"]
-    ref = CodeIndex(ChromaStore(path=str(tmp_path / "ref")), max_tokens=200)
+    ref = CodeIndex(tmp_path / "ref", max_tokens=200)
     ref.index_directory(root, exclude=["boom.py"])
     assert sorted(report.added) == sorted(ref.paths)
-    assert _stored(idx.store) == _stored(ref.store)
+    assert stored_rows(idx) == stored_rows(ref)

@@ -201,3 +201,32 @@ def test_errors(tmp_path):
         WalkOptions(max_file_bytes=0)
     with pytest.raises(ConfigurationError, match="include"):
         WalkOptions(include=())
+
+
+def test_extensionless_scripts_are_selected_by_their_shebang_and_notebooks_by_extension(tmp_path):
+    put(tmp_path, "bin/deploy", "#!/usr/bin/env bash\nset -e\n")
+    put(tmp_path, "bin/sync", "#!/bin/sh\necho sync\n")
+    put(tmp_path, "bin/report", "#!/usr/bin/env -S python3 -u\nprint(1)\n")
+    put(tmp_path, "bin/legacy", "#!/usr/bin/awk -f\n{ print }\n")  # an interpreter we do not parse
+    put(tmp_path, "LICENSE", "MIT License\n")
+    put(tmp_path, "run.cgi", "#!/bin/sh\necho cgi\n")  # has an extension: the include patterns decide
+    put(tmp_path, "nb.ipynb", '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n')
+    got = walk(tmp_path)
+    assert got.files == ["bin/deploy", "bin/report", "bin/sync", "nb.ipynb"]
+    assert got.languages == {"bin/deploy": "bash", "bin/sync": "bash", "bin/report": "python", "nb.ipynb": "notebook"}
+    assert {k: v for k, v in kinds(got).items()} == {"bin/legacy": "unsupported", "LICENSE": "unsupported",
+                                                      "run.cgi": "unsupported"}
+    assert "no #! line" in next(s.detail for s in got.skipped if s.path == "LICENSE")
+    assert walk(tmp_path, WalkOptions(scripts=False)).files == ["nb.ipynb"]
+
+
+def test_notebooks_have_their_own_size_limit(tmp_path):
+    big = '{"cells": [], "metadata": {"blob": "' + "x" * 3000 + '"}, "nbformat": 4, "nbformat_minor": 5}\n'
+    put(tmp_path, "nb.ipynb", big)
+    put(tmp_path, "big.py", "x = 1\n" * 600)
+    got = walk(tmp_path, WalkOptions(max_file_bytes=2000))
+    assert got.files == ["nb.ipynb"], "a notebook's outputs are inline: it gets max_notebook_bytes"
+    got = walk(tmp_path, WalkOptions(max_file_bytes=2000, max_notebook_bytes=1000))
+    assert kinds(got) == {"nb.ipynb": "too_large", "big.py": "too_large"}
+    with pytest.raises(ConfigurationError, match="max_notebook_bytes"):
+        WalkOptions(max_notebook_bytes=0)

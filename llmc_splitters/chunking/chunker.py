@@ -8,9 +8,11 @@ from typing import Any
 
 from . import fallback
 from ._engine import _CLASS_LIKE, Engine, Leaf, Scope, _string_statement, parse
-from ..errors import ConfigurationError, UnsupportedInputError
-from .inputs import ERRORS, decode
-from .languages import LanguageSpec, detect_language, get_spec, normalize_language
+from ..errors import ConfigurationError, checked_arguments
+from .dispatch import classify
+from .inputs import ERRORS
+from .languages import LanguageSpec, get_spec
+from .notebook import notebook_tree
 from .overlap import add_overlap
 from .span import Span, SpanTree, _span_id_of_bytes
 from .tokens import Tokenizer, resolve_tokenizer
@@ -75,6 +77,7 @@ class ASTChunker:
         [('imports', None, 1, 2), ('function', 'f', 3, 4)]
     """
 
+    @checked_arguments
     def __init__(
         self,
         max_tokens: int = 512,
@@ -123,14 +126,29 @@ class ASTChunker:
     def chunk(self, text: str | bytes, *, language: str | None = None, path: str | None = None) -> list[Span]:
         """Leaf spans of ``text`` in file order; they join back to ``text`` exactly.
 
+        How the input is treated is decided by :func:`~llmc_splitters.chunking.dispatch.classify`, as at every
+        other door: the language is ``language`` if given, else detected from ``path`` (extension or file name),
+        a shebang line, or, without a path, the content (notebook JSON, HTML, a clean parse holding definitions,
+        Markdown headings); else plain text.
+
+        A Jupyter notebook (a ``.ipynb`` path, ``language="notebook"``, or notebook JSON without a path) gives
+        per-cell spans, as :func:`~llmc_splitters.chunk_notebook` does: lossless per cell (the spans of one cell
+        join back to its source, not to the notebook's JSON), offsets and lines relative to the cell, each span's
+        ``path`` the cell's (``analysis.ipynb#cell3``), and ``cell_index``/``cell_type`` in its metadata.
+
         Args:
-            text: The file's content (``bytes`` are decoded as UTF-8, with a BOM honoured).
-            language: Language name (``"python"``, ``"typescript"``, ``"markdown"``, any grammar of
-                tree-sitter-language-pack, or ``"text"``); detected from ``path`` or a shebang when omitted.
+            text: The file's content (``bytes`` are decoded as UTF-8, with a BOM honoured; see ``errors``).
+            language: Language name (``"python"``, ``"typescript"``, ``"markdown"``, ``"notebook"``, any grammar of
+                tree-sitter-language-pack, or ``"text"``); detected when omitted.
             path: The file's path, recorded in every span and used to detect the language.
 
         Raises:
-            UnsupportedInputError: ``language`` names no known grammar.
+            UnsupportedInputError: ``language`` names no known grammar, or the input is binary: ``bytes`` with NUL
+                or mostly control bytes or a binary signature, or a ``str`` with NUL characters, a binary signature
+                or more than 10% replacement/control characters or lone surrogates (see
+                :mod:`llmc_splitters.chunking.inputs`). The message names the path and the reason.
+            MalformedNotebookError: A notebook that is not valid notebook JSON.
+            UndecodableInputError: ``bytes`` that are not UTF-8, with ``errors="strict"``.
         """
         return list(self.chunk_tree(text, language=language, path=path).leaves)
 
@@ -138,20 +156,22 @@ class ASTChunker:
         """The whole span tree: the file span, every split class/function/section, and the leaves.
 
         ``tree.leaves`` is what :meth:`chunk` returns; ``tree.parent(span)``, ``tree.children(span)`` and
-        ``tree.ancestors(span)`` walk it (file -> class -> method -> sub-block).
+        ``tree.ancestors(span)`` walk it (file -> class -> method -> sub-block). A notebook's tree is the notebook,
+        one span per non-empty cell, and the cells' spans (see
+        :func:`~llmc_splitters.chunking.notebook.notebook_tree`);
+        :func:`~llmc_splitters.chunking.dispatch.document_trees` splits it per cell. Raises as :meth:`chunk`.
         """
-        decoded_meta: dict[str, Any] = {}
-        if isinstance(text, (bytes, bytearray)):
-            decoded = decode(bytes(text), self.errors)
-            text, decoded_meta = decoded.text, decoded.metadata()
-        if not isinstance(text, str):
-            msg = f"text must be str or bytes, got {type(text).__name__}"
-            raise UnsupportedInputError(msg)
-        lang = normalize_language(language) if language else detect_language(path, text)
-        spec = get_spec(lang)
-        tree = add_overlap(_Run(self, text, spec, path).build(), self.overlap, self.max_tokens, self.tokenizer)
-        if decoded_meta:
-            tree.root.metadata.update(decoded_meta)
+        treatment = classify(text, path=path, language=language or None, errors=self.errors)
+        if treatment.refused:
+            raise treatment.error()
+        assert treatment.text is not None and treatment.language is not None
+        if treatment.kind == "notebook":
+            return notebook_tree(treatment.text, self, path=path)
+        spec = get_spec(treatment.language)
+        tree = add_overlap(_Run(self, treatment.text, spec, path).build(), self.overlap, self.max_tokens,
+                           self.tokenizer)
+        if treatment.decoded:
+            tree.root.metadata.update(treatment.decoded)
         return tree
 
 

@@ -228,25 +228,45 @@ def normalize_language(language: str) -> str:
 
 
 def detect_language(path: str | None = None, text: str | None = None) -> str:
-    """Language of a file: from its extension or file name, else from a shebang line, else ``"text"``."""
+    """Language of a file: from its file name or extension, else from a shebang line, else ``"text"``.
+
+    A Jupyter notebook (``.ipynb``) is ``"notebook"``, which is not a grammar: the chunker reads it per cell. For
+    the full decision (binary input, metadata, content sniffing), see :func:`llmc_splitters.chunking.dispatch.classify`.
+    """
     if path:
-        base = os.path.basename(path)
-        if base in _FILENAMES:
-            return _FILENAMES[base]
-        ext = os.path.splitext(base)[1].lower()
-        if ext in _EXTENSIONS:
-            return _EXTENSIONS[ext]
-    if text and text.startswith("#!"):
-        first = text.split("\n", 1)[0]
-        words = first[2:].strip().split()
-        if words:
-            prog = os.path.basename(words[0])
-            if prog == "env" and len(words) > 1:
-                prog = os.path.basename(next((w for w in words[1:] if not w.startswith("-")), prog))
-            prog = re.sub(r"[\d.]+$", "", prog) or prog
-            if prog in _SHEBANGS:
-                return _SHEBANGS[prog]
-    return "text"
+        found = language_from_path(path)
+        if found is not None:
+            return found[0]
+    return language_from_shebang(text) or "text"
+
+
+def language_from_path(path: str) -> tuple[str, str] | None:
+    """``(language, "filename")`` or ``(language, "extension")`` when the path decides, else ``None``."""
+    base = os.path.basename(path)
+    if base in _FILENAMES:
+        return _FILENAMES[base], "filename"
+    ext = os.path.splitext(base)[1].lower()
+    if ext == ".ipynb":
+        return "notebook", "extension"
+    if ext in _EXTENSIONS:
+        return _EXTENSIONS[ext], "extension"
+    return None
+
+
+def language_from_shebang(text: str | None) -> str | None:
+    """The language of the interpreter a ``#!`` first line names, when we parse it (``None`` otherwise)."""
+    if not text or not text.startswith("#!"):
+        return None
+    first = text.split("\n", 1)[0]
+    words = first[2:].strip().split()
+    if not words:
+        return None
+    prog = os.path.basename(words[0])
+    if prog == "env" and len(words) > 1:
+        # `#!/usr/bin/env -S bash -e`: the first word that is not an option names the interpreter.
+        prog = os.path.basename(next((w for w in words[1:] if not w.startswith("-")), prog))
+    prog = re.sub(r"[\d.]+$", "", prog) or prog
+    return _SHEBANGS.get(prog)
 
 
 def get_spec(language: str) -> LanguageSpec:

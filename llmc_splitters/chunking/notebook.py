@@ -12,14 +12,23 @@ standard library (nbformat is not needed), checks its shape, and chunks each cel
 A cell that fits the token budget is one span, even when it holds several definitions (a cell is the author's
 unit); when it holds exactly one, the span takes that definition's kind and name (else the language's kind for
 statements: ``block`` for code, ``text`` for Markdown and raw cells). A cell over budget is chunked
-like a file of its language. Offsets and line numbers refer to the cell: the spans of one cell join back to that
-cell's source exactly. Each span records ``cell_index``, ``cell_type`` (and ``execution_count`` and ``cell_id`` when
-the cell has them) in its metadata, and the notebook's heading path at that point (from the markdown cells above)
-in ``metadata["breadcrumb"]``, so a code cell under "## Load the data" is found by that heading.
+like a file of its language.
+
+The contract, whichever door a notebook comes in by (:func:`chunk_notebook`, or ``ASTChunker.chunk``/``chunk_tree``
+of a ``.ipynb`` path or of notebook JSON, which call :func:`notebook_tree`):
+
+* **Lossless per cell.** The spans of one cell join back to that cell's source exactly.
+* **Lines relative to the cell.** Offsets and line numbers refer to the cell's source, and each span's ``path`` is
+  the cell's: ``<notebook>#cell<i>`` (:func:`~llmc_splitters.chunking.dispatch.cell_path`; ``i`` is the 0-based
+  position of the cell), so a citation reads ``analysis.ipynb#cell3:1-5``.
+* **Cell metadata.** Each span records ``cell_index``, ``cell_type`` (and ``execution_count``, ``cell_id`` and
+  ``cell_magic`` when the cell has them), and the notebook's heading path at that point (from the markdown cells
+  above) in ``metadata["breadcrumb"]``, so a code cell under "## Load the data" is found by that heading.
 
 Outputs are left out by default. With ``include_outputs=True``, text outputs (stream text, and the ``text/plain``
 of results and displays) become separate ``output`` spans (language ``text``), chunked like plain text, with
-``output_index`` and ``output_type`` in their metadata; offsets and lines refer to the output's text.
+``output_index`` and ``output_type`` in their metadata; offsets and lines refer to the output's text, and their
+path is ``<notebook>#cell<i>/out<k>``.
 
 A file that is not a notebook (bad JSON, a truncated file, missing cells, a wrong shape) raises
 :class:`~llmc_splitters.errors.MalformedNotebookError` saying what is wrong and where.
@@ -36,7 +45,7 @@ from typing import Any
 
 from ..errors import MalformedNotebookError, UnsupportedInputError
 from .languages import detect_language, get_spec, normalize_language
-from .span import Span, span_id
+from .span import Span, SpanTree, span_id
 
 CELL_TYPES = ("code", "markdown", "raw")
 DEFAULT_LANGUAGE = "python"
@@ -118,18 +127,19 @@ def chunk_notebook(
     path: str | None = None,
     include_outputs: bool = False,
 ) -> list[Span]:
-    """Spans of every cell of a notebook, in notebook order.
+    """Spans of every cell of a notebook, in notebook order (the leaves of :func:`notebook_tree`).
 
     Args:
         source: The ``.ipynb`` content (``str``/``bytes``) or its parsed JSON object.
         chunker: An :class:`~llmc_splitters.ASTChunker` (its budget, tokenizer and overlap apply to each cell).
-        path: The notebook's path, recorded in every span and used in error messages.
+        path: The notebook's path, used in each span's cell path and in error messages.
         include_outputs: Also return the text outputs of code cells as ``output`` spans.
 
     Returns:
         Leaf spans. For each cell, ``"".join(s.text for s in spans of that cell) == cell source``; offsets and
-        lines refer to the cell (or to the output, for ``output`` spans). Ids are unique across the notebook;
-        ``parent_id`` names the structural span a piece was cut from inside its cell (not returned).
+        lines refer to the cell (or to the output, for ``output`` spans), and ``path`` is the cell's
+        (``tides.ipynb#cell1``). Ids are unique across the notebook; ``parent_id`` names the structural span a
+        piece was cut from inside its cell (not returned), or the cell's span.
 
     Raises:
         MalformedNotebookError: See :func:`read_notebook`.
@@ -140,13 +150,39 @@ def chunk_notebook(
         ...     {"cell_type": "markdown", "metadata": {}, "source": ["# Tides\\n"]},
         ...     {"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [],
         ...      "source": "def high(xs):\\n    return max(xs)\\n"}]}
-        >>> [(s.kind, s.name, s.metadata["cell_index"], s.metadata["breadcrumb"])
+        >>> [(s.path, s.kind, s.name, s.metadata["cell_index"], s.metadata["breadcrumb"])
         ...  for s in chunk_notebook(nb, ASTChunker(max_tokens=64), path="tides.ipynb")]
-        [('section', 'Tides', 0, 'Tides'), ('function', 'high', 1, 'Tides > high')]
+        [('tides.ipynb#cell0', 'section', 'Tides', 0, 'Tides'), ('tides.ipynb#cell1', 'function', 'high', 1, 'Tides > high')]
     """
+    return list(notebook_tree(source, chunker, path=path, include_outputs=include_outputs).leaves)
+
+
+def notebook_tree(
+    source: str | bytes | Mapping[str, Any],
+    chunker: Any,
+    *,
+    path: str | None = None,
+    include_outputs: bool = False,
+) -> SpanTree:
+    """The span tree of a notebook: the notebook, one span per non-empty cell (and text output), and their leaves.
+
+    The root (``kind="notebook"``, language ``"notebook"``) spans the notebook's file text (for a parsed JSON
+    object, its ``json.dumps``); its children are the cells' spans, each the root of that cell's own tree (kind
+    ``module`` for code, ``document`` for Markdown and raw cells), whose ``text`` is the cell's source and whose
+    ``path`` is the cell path. ``tree.leaves`` are :func:`chunk_notebook`'s spans, in notebook order; the root's
+    ``token_count`` is the sum of theirs. :func:`~llmc_splitters.chunking.dispatch.document_trees` splits the tree
+    per cell.
+
+    Raises:
+        MalformedNotebookError: See :func:`read_notebook`.
+    """
+    from .dispatch import cell_path
+
     cells = read_notebook(source, path=path)
     headings = _HeadingPath()
-    spans: list[Span] = []
+    spans: list[Span] = []  # pre-order, without the root (made last, when its token count is known)
+    leaves: list[Span] = []
+    placeholder = "notebook-root"
     for cell in cells:
         outer = headings.path()
         line_paths = headings.feed(cell.source) if cell.cell_type == "markdown" else None
@@ -157,25 +193,77 @@ def chunk_notebook(
             base["cell_id"] = cell.cell_id
         if cell.magic is not None:
             base["cell_magic"] = cell.magic
+        here = cell_path(path, cell.index)
         local = _HeadingPath().feed(cell.source) if line_paths is not None else None
-        for span in _chunk_cell(cell, chunker, path):
+        tree = _cell_tree(cell, chunker, here)
+        if tree is None:
+            continue
+        located: dict[str, Span] = {}
+        for span in tree.leaves:
             name, crumb = _locate(span, outer, line_paths, local)
             meta = {**span.metadata, **base}
             if crumb:
                 meta["breadcrumb"] = crumb
             else:
                 meta.pop("breadcrumb", None)
-            spans.append(dataclasses.replace(span, name=name, metadata=meta))
+            located[span.id] = dataclasses.replace(span, name=name, metadata=meta)
+        cell_root = dataclasses.replace(tree.root, parent_id=placeholder,
+                                        metadata={**tree.root.metadata, **base, "notebook_path": path})
+        spans.append(cell_root)
+        spans.extend(located.get(s.id, s) for s in tree.spans[1:])
+        leaves.extend(located[s.id] for s in tree.leaves)
         if include_outputs:
             for out in cell.outputs:
-                for span in _chunk_output(out, cell, chunker, path):
-                    meta = {**span.metadata, **base, "output_index": out.index, "output_type": out.output_type}
-                    if out.name:
-                        meta["stream"] = out.name
-                    if outer:
-                        meta["breadcrumb"] = " > ".join(outer)
-                    spans.append(dataclasses.replace(span, metadata=meta))
-    return spans
+                out_tree = _output_tree(out, chunker, f"{here}/out{out.index}")
+                if out_tree is None:
+                    continue
+                extra = {**base, "output_index": out.index, "output_type": out.output_type}
+                if out.name:
+                    extra["stream"] = out.name
+                if outer:
+                    extra["breadcrumb"] = " > ".join(outer)
+                renamed = {
+                    s.id: dataclasses.replace(s, parent_id=placeholder if s.parent_id is None else s.parent_id,
+                                              kind=s.kind if s.parent_id is None else "output",
+                                              metadata={**s.metadata, **extra})
+                    for s in out_tree.spans
+                }
+                spans.extend(renamed.values())
+                leaves.extend(renamed[s.id] for s in out_tree.leaves)
+    root = _notebook_root(source, path, sum(s.token_count for s in leaves), len(cells))
+    spans = [dataclasses.replace(s, parent_id=root.id) if s.parent_id == placeholder else s for s in spans]
+    by_id = {s.id: s for s in spans}
+    return SpanTree.build([root, *spans], [by_id[s.id] for s in leaves])
+
+
+def _notebook_root(source: str | bytes | Mapping[str, Any], path: str | None, tokens: int, cells: int) -> Span:
+    if isinstance(source, Mapping):
+        text = json.dumps(source, indent=1, ensure_ascii=False)
+    elif isinstance(source, (bytes, bytearray)):
+        text = bytes(source).removeprefix(b"\xef\xbb\xbf").decode("utf-8")  # read_notebook checked it
+    else:
+        text = source
+    size = len(text.encode("utf-8", "surrogatepass"))
+    meta: dict[str, Any] = {"cells": cells, "token_count_is_sum_of_leaves": True}
+    if path:
+        meta["path"] = path
+    return Span(
+        id=span_id(path, 0, size, text, salt="notebook/structure"),
+        path=path,
+        language="notebook",
+        kind="notebook",
+        name=None,
+        text=text,
+        start_byte=0,
+        end_byte=size,
+        start_char=0,
+        end_char=len(text),
+        start_line=1,
+        end_line=max(1, text.count("\n", 0, max(len(text) - 1, 0)) + 1),
+        parent_id=None,
+        token_count=tokens,
+        metadata=meta,
+    )
 
 
 def _locate(
@@ -206,25 +294,20 @@ def _locate(
 
 
 # ------------------------------------------------------------------------------------------------ chunking a cell
-def _chunk_cell(cell: NotebookCell, chunker: Any, path: str | None) -> list[Span]:
-    """The cell's spans (cell-relative offsets), ids salted with the cell index."""
+def _cell_tree(cell: NotebookCell, chunker: Any, path: str) -> SpanTree | None:
+    """The cell's tree (cell-relative offsets, the cell's path); ``None`` for an empty cell. A cell that fits the
+    budget is one leaf under the cell's span."""
     if not cell.source:
-        return []
+        return None
     tree = chunker.chunk_tree(cell.source, language=cell.language, path=path)
-    salt = f"cell{cell.index}"
-    ids = {s.id: _salted(s, path, salt) for s in tree.spans}
-
-    def relink(s: Span) -> Span:
-        return dataclasses.replace(s, id=ids[s.id], parent_id=ids.get(s.parent_id) if s.parent_id else None)
-
     leaves = list(tree.leaves)
     if len(leaves) > 1 and chunker.count_tokens(cell.source) <= chunker.max_tokens:
-        return [_whole_cell(cell, leaves, tree.root, ids, path, chunker)]
-    return [relink(s) for s in leaves]
+        whole = _whole_cell(cell, leaves, tree.root, path, chunker)
+        return SpanTree.build([tree.root, whole], [whole])
+    return tree
 
 
-def _whole_cell(cell: NotebookCell, leaves: list[Span], root: Span, ids: dict[str, str], path: str | None,
-                chunker: Any) -> Span:
+def _whole_cell(cell: NotebookCell, leaves: list[Span], root: Span, path: str, chunker: Any) -> Span:
     """One span for a cell that fits: named after its single top-level definition, if it has exactly one."""
     text = cell.source
     defs = [s for s in leaves if s.kind not in _WHOLE_KINDS_SKIP and s.name]
@@ -243,7 +326,7 @@ def _whole_cell(cell: NotebookCell, leaves: list[Span], root: Span, ids: dict[st
     lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     size = len(text.encode("utf-8", "surrogatepass"))
     return Span(
-        id=span_id(path, 0, size, text, salt=f"cell{cell.index}:{kind}"),
+        id=span_id(path, 0, size, text, salt=f"cell:{kind}"),
         path=path,
         language=root.language,
         kind=kind,
@@ -255,26 +338,16 @@ def _whole_cell(cell: NotebookCell, leaves: list[Span], root: Span, ids: dict[st
         end_char=len(text),
         start_line=1,
         end_line=max(lines, 1),
-        parent_id=ids[root.id],
+        parent_id=root.id,
         token_count=chunker.count_tokens(text),
         metadata=meta,
     )
 
 
-def _chunk_output(out: NotebookOutput, cell: NotebookCell, chunker: Any, path: str | None) -> list[Span]:
+def _output_tree(out: NotebookOutput, chunker: Any, path: str) -> SpanTree | None:
     if not out.text:
-        return []
-    tree = chunker.chunk_tree(out.text, language="text", path=path)
-    salt = f"cell{cell.index}:out{out.index}"
-    ids = {s.id: _salted(s, path, salt) for s in tree.spans}
-    return [
-        dataclasses.replace(s, id=ids[s.id], parent_id=ids.get(s.parent_id) if s.parent_id else None, kind="output")
-        for s in tree.leaves
-    ]
-
-
-def _salted(s: Span, path: str | None, salt: str) -> str:
-    return span_id(path, s.start_byte, s.end_byte, s.text, salt=f"{salt}:{s.kind}")
+        return None
+    return chunker.chunk_tree(out.text, language="text", path=path)
 
 
 # ------------------------------------------------------------------------------------------------- heading path
@@ -402,7 +475,8 @@ def _cell_language(source: str, kernel_language: str) -> tuple[str, str | None]:
         return kernel_language, None
     magic, arg = m.group(1), m.group(2).strip()
     if magic == "writefile" and arg:
-        return detect_language(arg.split()[-1]), magic
+        lang = detect_language(arg.split()[-1])
+        return ("json" if lang == "notebook" else lang), magic  # a notebook written out is JSON text here
     if magic == "script" and arg:
         return _known(arg.split()[0]) or "text", magic
     lang = _MAGIC_LANGUAGES.get(magic)

@@ -164,14 +164,16 @@ class SpanTree:
 
     @classmethod
     def build(cls, spans: list[Span], leaves: list[Span]) -> SpanTree:
-        """Index ``spans`` (pre-order, root first) and ``leaves`` (file order)."""
+        """Index ``spans`` (pre-order, root first, siblings in document order) and ``leaves`` (document order).
+
+        Children are listed in the order ``spans`` gives them: a notebook's cells all start at offset 0 of their
+        own cell, so offsets alone cannot order them.
+        """
         by_id = {s.id: s for s in spans}
         children: dict[str, list[Span]] = {}
         for s in spans:
             if s.parent_id is not None:
                 children.setdefault(s.parent_id, []).append(s)
-        for kids in children.values():
-            kids.sort(key=lambda s: (s.start_byte, -s.end_byte))
         return cls(
             root=spans[0],
             spans=tuple(spans),
@@ -180,6 +182,16 @@ class SpanTree:
             _children={k: tuple(v) for k, v in children.items()},
             _leaf_ids=frozenset(s.id for s in leaves),
         )
+
+    def subtree(self, span: Span) -> SpanTree:
+        """The tree rooted at ``span`` (one of this tree's spans): it, its descendants and the leaves inside it."""
+        keep = {span.id}
+        spans = [span]
+        for s in self.spans:  # pre-order: a parent comes before its children
+            if s.parent_id in keep and s.id not in keep:
+                keep.add(s.id)
+                spans.append(s)
+        return SpanTree.build(spans, [s for s in self.leaves if s.id in keep])
 
     def __iter__(self) -> Iterator[Span]:
         return iter(self.spans)

@@ -1,5 +1,6 @@
-"""Ingestion: walking a tree (:mod:`.walk`), git manifests (:mod:`.manifest`), per-file span rows (:mod:`.rows`),
-the local process-pool pipeline (:mod:`.pipeline`) and Ray Data (:mod:`.ray`).
+"""Ingestion: walking a tree (:mod:`.walk`), keeping an index in step with it (:mod:`.fresh`: stat-first scans, a
+file watcher), git manifests (:mod:`.manifest`), per-file span rows (:mod:`.rows`), the local process-pool pipeline
+(:mod:`.pipeline`: sinks, stages, the one writer of the index) and Ray Data (:mod:`.ray`).
 
 The per-file row functions are re-exported here, so ``from llmc_splitters.ingest import chunk_file`` works as it
 did when they lived in one ``ingest`` module. Ray and the stores load only when a pipeline runs.
@@ -7,6 +8,7 @@ did when they lived in one ``ingest`` module. Ray and the stores load only when 
 
 from .rows import (
     BATCH_COLUMNS,
+    INT_COLUMNS,
     SPARK_SCHEMA,
     FileRows,
     IngestSettings,
@@ -15,22 +17,31 @@ from .rows import (
     display_path,
     file_version,
     git_blob_sha,
+    index_settings,
+    prepared_file,
     read_chunk_batch,
+    row_span,
     rows_to_columns,
     settings_fingerprint,
+    view_row,
 )
 
 __all__ = [
     "BATCH_COLUMNS",
+    "INT_COLUMNS",
+    "SPARK_SCHEMA",
     "FileRows",
     "IngestSettings",
-    "SPARK_SCHEMA",
     "chunk_batch",
     "chunk_file",
     "display_path",
     "file_version",
     "git_blob_sha",
+    "index_settings",
+    "prepared_file",
     "read_chunk_batch",
+    "row_span",
     "rows_to_columns",
     "settings_fingerprint",
+    "view_row",
 ]

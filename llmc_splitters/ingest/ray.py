@@ -1,26 +1,37 @@
-"""Distributed ingestion on Ray Data: manifest -> read + chunk -> embed (actor pool) -> write from the workers.
+"""Distributed ingestion on Ray Data: manifest -> read + chunk (tasks) -> embed (actor pool) -> vectors written from
+the workers -> the index written by the driver.
 
 Install with ``pip install 'llmc-splitters[ray]'``; Ray is imported only when :func:`run_ray` runs.
 
 The pipeline is one streaming Ray Data job over the planned files (:class:`~llmc_splitters.ingest.manifest.Plan`):
 
 1. ``map_batches(read_chunk_batch)`` as tasks, ``files_per_batch`` files each: read the blobs (from git's object
-   store by SHA, or the work tree) and chunk them (:mod:`llmc_splitters.ingest`, the same function a process pool
-   or Spark runs);
-2. ``map_batches(EmbedStage)`` as an actor pool of ``embed_concurrency`` actors (each loads the model once;
-   ``embed_num_gpus`` per actor for GPUs); vectors of texts the store already holds come from its cache;
-3. ``map_batches(WriteStage)``: each worker opens its own client (a Chroma ``HttpClient``, in tasks; or a LangChain
-   ``VectorStore`` + docstore built by picklable factories, in an actor pool, since the vector store embeds) and
-   upserts ``write_batch_size`` rows at a time (split further to the store's maximum batch), returning **one row
-   of counts per batch**. The driver streams
-   those count rows only (``iter_rows`` for progress), never spans, texts or vectors;
-4. deletions (older versions of changed files, deleted files) run as Ray tasks once every write is done; then the
+   store by SHA, or the work tree), chunk them and lay them out for the index (the same function a process pool
+   or Spark runs), with their lexical terms;
+2. with an embedding model, ``map_batches(EmbedStage)`` as an actor pool of ``embed_concurrency`` actors (each loads
+   the model once; ``embed_num_gpus`` per actor for GPUs). A text embedded before is not embedded again: the
+   actors look its vector up in the vector store by its cache key (``embed_hash``, in every record's metadata);
+3. with a vector sink, ``map_batches(WriteStage)``: each worker opens its own client (a Chroma ``HttpClient``, in
+   tasks; or a LangChain ``VectorStore`` built by a picklable factory, in an actor pool, since that store embeds)
+   and upserts the vectors of ``write_batch_size`` rows at a time;
+4. the driver streams the rows (``iter_batches``) and is the one writer of the index directory
+   (:mod:`llmc_splitters.ingest.writer`): a group of complete files per span-store transaction, then the lexical
+   index, the stale vector ids, and the vector cache (so a later serial run never embeds these texts again). It
+   holds a group and the files in flight, never the run. Then the files the plan deletes are removed, and the
    manifest is committed.
 
-Ids are deterministic (:mod:`llmc_splitters.ingest`), so re-running is a no-op and a run killed at any point is
-completed by running it again (see :class:`~llmc_splitters.ingest.manifest.ManifestState`). Chroma's embedded
-``PersistentClient`` is not safe across processes; use a server (``chroma run``) with :class:`~llmc_splitters.
-pipeline.ChromaSink` ``(host=...)``.
+Why the embed actors ask the vector store for cached vectors rather than the driver's span store: the actors may
+run on other machines, and the vector store (a Chroma server) is the one store they all reach; the driver only sees
+rows after they were embedded, so it could not filter what to embed without holding a second copy of the cache in
+every actor.
+
+Ids are deterministic, so re-running is a no-op and a run killed at any point is completed by running it again:
+the span store holds each file whole, its outbox replays what the lexical index and the vector store missed, and
+the manifest's pending list makes the next plan redo the dead run's files. A driver killed after the workers
+upserted some vectors and before it wrote their files leaves vectors of ids that the index does not hold yet:
+searches ignore them, and the next run writes the same ids (same planned blobs). Chroma's embedded
+``PersistentClient`` is not safe across processes; use a server (``chroma run``) with
+:class:`~llmc_splitters.ingest.pipeline.ChromaSink` ``(host=...)``.
 
 Example:
     >>> import ray                                                                        # doctest: +SKIP
@@ -28,8 +39,8 @@ Example:
     >>> s = IngestSettings(max_tokens=512)                                                # doctest: +SKIP
     >>> state = ManifestState(".llmc/state")                                              # doctest: +SKIP
     >>> plan = state.plan(filter_manifest(git_manifest(".")), fingerprint=settings_fingerprint(s))  # doctest: +SKIP
-    >>> summary = run_ray(plan, ChromaSink(host="chroma.internal"), roots=".", settings=s,           # doctest: +SKIP
-    ...                   embedding_factory=MiniLMEmbedding, state=state, embed_concurrency=4)
+    >>> summary = run_ray(plan, ChromaSink(host="chroma.internal"), index=".llmc/index",  # doctest: +SKIP
+    ...                   roots=".", settings=s, embedding_factory=MiniLMEmbedding, state=state, embed_concurrency=4)
     >>> print(summary)                                                                    # doctest: +SKIP
 """
 
@@ -38,27 +49,22 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, missing_dependency
-from .rows import IngestSettings, read_chunk_batch
 from .manifest import ManifestState, Plan
-from .pipeline import (
-    EmbedStage,
-    IngestSummary,
-    ProgressFn,
-    WriteStage,
-    _check_plan,
-    _check_sink,
-    apply_deletions,
-    finish,
-    log_progress,
-    plan_items,
-)
+from .pipeline import check_index, check_plan, check_sink, commit, deleted_paths, open_index, plan_items
+from .rows import INT_COLUMNS, IngestSettings, read_chunk_batch
+from .stages import EmbedStage, WriteStage
+from .summary import IngestSummary, ProgressFn, log_progress
+from .writer import IndexWriter, WorkerModel, WrittenByWorkers, recorded_embedding
+
+if TYPE_CHECKING:
+    import os
 
 __all__ = ["run_ray"]
 
-_DELETE_CHUNK = 2000
+_INTS = INT_COLUMNS | {"embedded"}
 
 
 def _ray() -> Any:
@@ -77,7 +83,8 @@ def _columns(fn: Callable[..., Mapping[str, Any]]) -> Callable[..., dict[str, An
         import numpy as np
 
         out = fn(batch, *args, **kwargs)
-        return {k: v if isinstance(v, np.ndarray) else np.asarray(v, dtype=object) for k, v in out.items()}
+        return {k: v if isinstance(v, np.ndarray) else np.asarray(v, dtype=np.int64 if k in _INTS else object)
+                for k, v in out.items()}
 
     return call
 
@@ -96,14 +103,14 @@ class _Write(WriteStage):
         return _columns(super().__call__)(batch)
 
 
-_writers: dict[tuple[Any, str | None], WriteStage] = {}
+_writers: dict[Any, WriteStage] = {}
 
 
-def _write_task(batch: Mapping[str, Any], sink: Any, embedding: str | None) -> dict[str, Any]:
+def _write_task(batch: Mapping[str, Any], sink: Any) -> dict[str, Any]:
     """The write stage as a task: a pooled worker process keeps its store connection from task to task."""
-    stage = _writers.get((sink, embedding))
+    stage = _writers.get(sink)
     if stage is None:
-        stage = _writers[(sink, embedding)] = WriteStage(sink, embedding)
+        stage = _writers[sink] = WriteStage(sink)
     return _columns(stage)(batch)
 
 
@@ -120,8 +127,9 @@ def _max(concurrency: int | tuple[int, int]) -> int:
 
 def run_ray(
     plan: Plan,
-    sink: Any,
+    sink: Any = None,
     *,
+    index: str | os.PathLike[str] | None = None,
     roots: Mapping[str, str] | str,
     settings: IngestSettings | None = None,
     embedding_factory: Callable[[], Any] | None = None,
@@ -144,14 +152,17 @@ def run_ray(
 
     Args:
         plan: From :meth:`~llmc_splitters.ingest.manifest.ManifestState.plan`.
-        sink: :class:`~llmc_splitters.ingest.pipeline.ChromaSink` with ``host=`` (a server), or
-            :class:`~llmc_splitters.ingest.pipeline.LangChainSink`.
+        sink: Where vectors go, written by the workers: :class:`~llmc_splitters.ingest.pipeline.ChromaSink` with
+            ``host=`` (a server), or :class:`~llmc_splitters.ingest.pipeline.LangChainSink`; ``None`` for a
+            lexical-only index.
+        index: The index directory, written by this process (the driver); created when missing. Search the
+            result with ``CodeRetriever(path=index, host=..., embedding=...)``.
         roots: Checkout directory per repository (or one for all), readable by every worker (shared disk; with
             ``source="git"`` only the ``.git`` object store is read).
         settings: Chunking settings (the plan's fingerprint must match).
         embedding_factory: Picklable no-argument callable building the embedding model inside each embed actor
-            (``MiniLMEmbedding``, ``functools.partial(...)``); ``None`` writes lexical-only records (or lets a
-            :class:`~llmc_splitters.ingest.pipeline.LangChainSink`'s vector store embed).
+            (``MiniLMEmbedding``, ``functools.partial(...)``); needs a Chroma sink. ``None``: lexical only, or the
+            vector store of a :class:`~llmc_splitters.ingest.pipeline.LangChainSink` embeds.
         state: Commit the manifest here when the run succeeded.
         source: ``"git"`` or ``"worktree"`` (see :func:`~llmc_splitters.ingest.read_chunk_batch`).
         files_per_batch: Files per chunking task.
@@ -163,12 +174,12 @@ def run_ray(
         embed_num_gpus: GPUs per embed actor.
         embed_batch_size: Rows per embed call.
         embed_model_batch: Texts per model call inside an actor.
-        write_concurrency: Concurrent writers: tasks for a Chroma server (a client is cheap to open; each pooled
-            worker keeps its own), actors for a :class:`~llmc_splitters.ingest.pipeline.LangChainSink` (its vector store
-            embeds, so its model loads once per actor).
-        write_num_cpus: CPUs per writer.
-        write_batch_size: Rows per write call (the writer splits it further to the store's maximum batch).
-        progress: ``progress(stage, summary)`` after planning, after each write batch (running totals per stage),
+        write_concurrency: Concurrent vector writers: tasks for a Chroma server (a client is cheap to open; each
+            pooled worker keeps its own), actors for a :class:`~llmc_splitters.ingest.pipeline.LangChainSink` (its
+            vector store embeds, so its model loads once per actor).
+        write_num_cpus: CPUs per vector writer.
+        write_batch_size: Rows per vector write call (the store splits it further to its maximum batch).
+        progress: ``progress(stage, summary)`` after planning, after each group of files written (running totals),
             after deletions and at the end; default: log lines.
 
     Returns:
@@ -176,71 +187,85 @@ def run_ray(
 
     Raises:
         MissingDependencyError: Ray is not installed (``pip install 'llmc-splitters[ray]'``).
-        ConfigurationError: The sink is not safe across processes, the plan was made for other settings, or an
-            ``embedding_factory`` is given for a sink whose vector store embeds by itself.
+        ConfigurationError: No ``index``; the sink is not safe across processes, or missing for an embedding
+            model; the plan was made for other settings; an ``embedding_factory`` is given for a sink whose vector
+            store embeds by itself; the index holds another model's vectors (or none: a lexical index).
     """
     ray = _ray()
-    if not getattr(sink, "process_safe", False):
+    directory = check_index(index, "run_ray")
+    if sink is None and embedding_factory is not None:
+        msg = ("run_ray(embedding_factory=...) needs a vector sink the workers can all write: "
+               "ChromaSink(host=...) (a `chroma run` server) or a LangChainSink; or drop embedding_factory for a "
+               "lexical-only index")
+        raise ConfigurationError(msg)
+    if sink is not None and not sink.process_safe:
         msg = (
             f"{sink!r} cannot be written by several processes (an embedded Chroma directory); run a Chroma server "
             "(`chroma run --path DIR`) and use ChromaSink(host=...), or use run_local()"
         )
         raise ConfigurationError(msg)
     settings = settings or IngestSettings()
-    _check_plan(plan, settings)
-    _check_sink(sink, embedding_factory)
+    check_plan(plan, settings)
+    check_sink(sink, embedding_factory)
+    recorded = recorded_embedding(directory)
+    if sink is not None and recorded == "none":
+        msg = (f"the index at {directory} is lexical-only (built without an embedding); a run with vectors needs "
+               "another index directory, or this one reset")
+        raise ConfigurationError(msg)
     summary = IngestSummary.for_plan(plan, "ray")
     if progress:
         progress("plan", summary)
     t0 = time.perf_counter()
     items = plan_items(plan, roots)
-    if items:
-        blocks = max(1, math.ceil(len(items) / files_per_batch))
-        ds = ray.data.from_items(items, override_num_blocks=blocks)
-        ds = ds.map_batches(
-            _read_chunk, fn_kwargs={"settings": settings, "source": source}, batch_size=files_per_batch,
-            # The memory reservation also keeps Ray from fusing chunking into the embed actors (it fuses stages
-            # with equal resource requests), where it would run serially with the model instead of as tasks.
-            num_cpus=chunk_num_cpus, memory=chunk_memory,
-        )
-        embed = embedding_factory is not None
-        if embed:
-            ds = ds.map_batches(
-                _Embed,
-                fn_constructor_kwargs={"embedding_factory": embedding_factory, "sink": sink,
-                                       "batch_size": embed_model_batch},
-                batch_size=embed_batch_size, compute=_pool(embed_concurrency), num_cpus=embed_num_cpus,
-                num_gpus=embed_num_gpus or None,
-            )
-        write_embedding = None if (embed or sink.embeds_itself) else "none"
-        if sink.embeds_itself:
-            # The vector store embeds what it stores: one actor per writer, so its model loads once.
-            ds = ds.map_batches(
-                _Write, fn_constructor_kwargs={"sink": sink, "embedding": write_embedding},
-                batch_size=write_batch_size, compute=_pool(write_concurrency), num_cpus=write_num_cpus,
-            )
-        else:
-            # A store client is cheap: plain tasks (pooled workers, no actor start-up per run).
-            ds = ds.map_batches(
-                _write_task, fn_kwargs={"sink": sink, "embedding": write_embedding}, batch_size=write_batch_size,
-                compute=ray.data.TaskPoolStrategy(size=_max(write_concurrency)), num_cpus=write_num_cpus,
-            )
-        # Only count rows come back: one per write batch.
-        for row in ds.iter_rows():
-            summary.add(row)
-            if progress:
-                progress("write", summary)
-    summary.seconds["chunk+embed+write"] = time.perf_counter() - t0
-    remote_delete = ray.remote(num_cpus=write_num_cpus)(apply_deletions)
+    # The driver's side of the vector store: deletes of stale ids and outbox replays; the workers write the rest.
+    vectors = WrittenByWorkers(sink.vectors()) if sink is not None else None
+    store_model = vectors.store.embedding if sink is not None and sink.embeds_itself else None
 
-    def run_deletions(stale: list[tuple[str, str]], gone: list[str]) -> int:
-        name = summary.embedding or None
-        refs = [remote_delete.remote(sink, name, stale[i : i + _DELETE_CHUNK], [])
-                for i in range(0, len(stale), _DELETE_CHUNK)]
-        refs += [remote_delete.remote(sink, name, [], gone[i : i + _DELETE_CHUNK])
-                 for i in range(0, len(gone), _DELETE_CHUNK)]
-        return int(sum(ray.get(refs)))
+    def open_for(name: str) -> Any:
+        model = store_model or (WorkerModel(name) if sink is not None else None)
+        return open_index(directory, settings, vectors, model)
 
-    finish(plan, state, sink, summary, progress, run_deletions)
+    # Only the embed actors know a model's name; a vector store that embeds names its own.
+    known = store_model.name if store_model is not None else ("none" if sink is None else None)
+    writer = IndexWriter(open_for, embedding=known, recorded=recorded, summary=summary, progress=progress)
+    try:
+        if items:
+            blocks = max(1, math.ceil(len(items) / files_per_batch))
+            ds = ray.data.from_items(items, override_num_blocks=blocks)
+            ds = ds.map_batches(
+                _read_chunk, fn_kwargs={"settings": settings, "source": source}, batch_size=files_per_batch,
+                # The memory reservation also keeps Ray from fusing chunking into the embed actors (it fuses stages
+                # with equal resource requests), where it would run serially with the model instead of as tasks.
+                num_cpus=chunk_num_cpus, memory=chunk_memory,
+            )
+            if embedding_factory is not None:
+                ds = ds.map_batches(
+                    _Embed,
+                    fn_constructor_kwargs={"embedding_factory": embedding_factory, "sink": sink,
+                                           "batch_size": embed_model_batch},
+                    batch_size=embed_batch_size, compute=_pool(embed_concurrency), num_cpus=embed_num_cpus,
+                    num_gpus=embed_num_gpus or None,
+                )
+            if sink is not None and sink.embeds_itself:
+                # The vector store embeds what it stores: one actor per writer, so its model loads once.
+                ds = ds.map_batches(_Write, fn_constructor_kwargs={"sink": sink}, batch_size=write_batch_size,
+                                    compute=_pool(write_concurrency), num_cpus=write_num_cpus)
+            elif sink is not None:
+                # A store client is cheap: plain tasks (pooled workers, no actor start-up per run).
+                ds = ds.map_batches(_write_task, fn_kwargs={"sink": sink}, batch_size=write_batch_size,
+                                    compute=ray.data.TaskPoolStrategy(size=_max(write_concurrency)),
+                                    num_cpus=write_num_cpus)
+            for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+                writer.feed(batch)
+        writer.finish()
+        summary.seconds["chunk+embed+write"] = time.perf_counter() - t0
+        t = time.perf_counter()
+        writer.remove(deleted_paths(plan))
+        summary.seconds["delete"] = time.perf_counter() - t
+    finally:
+        writer.close()
+    if progress:
+        progress("delete", summary)
+    commit(plan, state, summary, progress)
     summary.seconds["total"] = time.perf_counter() - t0
     return summary

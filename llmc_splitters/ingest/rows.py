@@ -1,82 +1,102 @@
-"""Engine-free ingestion: one file's bytes in, span rows out; and the same as a columnar batch function.
+"""Engine-free ingestion: one file's bytes in, its index layout out as plain rows; and the same as a columnar batch.
 
 Everything here is a pure, picklable, module-level function of its arguments, so the same code runs in a
 ``ProcessPoolExecutor``, as a Ray Data ``map_batches`` UDF, or inside Spark's ``mapInPandas``:
 
 * :func:`chunk_file` turns one file ``(repository, path, bytes, settings)`` into a :class:`FileRows`: a status
-  (``chunked``, ``skipped`` with a reason, ``failed`` with a reason) and its *span rows*, plain dicts ready for a
-  vector store and a docstore.
+  (``chunked``, ``skipped`` with a reason, ``failed`` with a reason), the file laid out for the index
+  (:func:`~llmc_splitters.retrieval.records.build_file`, the one layout the serial index uses too) and that layout
+  as *span rows*, plain dicts.
 * :func:`chunk_batch` is the columnar form: a dict of equal-length columns (one row per *file*: ``repository``,
-  ``path``, ``data``, optionally ``blob_sha``) in, a dict of columns out with one row per *span* plus one
-  ``role == "file"`` status row per file. Rows out differ from rows in, as ``map_batches`` and ``mapInPandas``
-  allow. Values are strings and integers only (``metadata`` is a JSON string), so they convert to Arrow, pandas
-  and Spark columns unchanged.
+  ``path``, ``data``, optionally ``blob_sha``) in, a dict of columns :data:`BATCH_COLUMNS` out with one row per
+  *span* plus one ``role == "file"`` status row per file. Rows out differ from rows in, as ``map_batches`` and
+  ``mapInPandas`` allow. Values are strings and integers only (``metadata`` is a JSON string), so they convert to
+  Arrow, pandas and Spark columns unchanged.
 * :func:`read_chunk_batch` reads the bytes first (from git's object store by blob SHA, or from a work tree), for
   batches of manifest entries (:mod:`llmc_splitters.ingest.manifest`).
+* :func:`prepared_file` is the inverse: the rows of one file (in any order, from any number of batches) back into
+  the :class:`~llmc_splitters.retrieval.records.PreparedFile` that the index writes in one transaction.
 
-Ids make re-ingestion a no-op. A span row's id is a UUID string derived from the repository, the path, the git blob
-SHA of the file's content, the span's byte range, its role and kind, and the fingerprint of the chunking settings
-(:func:`settings_fingerprint`: ``max_tokens``, tokenizer name, library and grammar versions...). The same file
-ingested twice, by any engine, on any machine, gives the same ids, so writes are upserts. A separate
-``content_hash`` (SHA-256 of exactly the text that gets embedded) keys the embedding cache: a span whose text did not
-change keeps its vector even though its id changed with the file's blob SHA.
+A span row holds one row of the span store (``id``, ``role`` ``leaf``/``parent``/``summary``, ``file``: the path the
+index stores, ``document``: the span's own path, the file's or a notebook cell's ``nb.ipynb#cell3``, the span's
+fields, ``metadata`` as JSON; a parent's ``text`` is empty, since the store rebuilds it from the leaves), plus
+``terms`` (a searched row's lexical terms, computed here, once) and two columns that the embed
+stage fills: ``embed_text`` (the view the model embeds) and ``embed_hash`` (its cache key). A file's status row
+carries its completion marker (content hash, settings, how many span rows make it whole) and the import bindings
+of each of its documents in ``metadata``.
 
-The rows are laid out like :class:`~llmc_splitters.retrieval.CodeIndex`'s own records (roles ``leaf``, ``parent``,
-``summary``; ``span_json``; parent links; class skeletons and import bindings; a completion marker on the file's
-root record), so a store filled by a distributed ingestion is searchable with
-:class:`~llmc_splitters.retrieval.CodeRetriever` directly.
+Ids are the chunker's own (:func:`~llmc_splitters.chunking.span.span_id` of the stored path, the byte range and the
+text), so the same file ingested twice, by any engine, on any machine, gives the same ids, and re-ingestion is a
+no-op; a span that an edit elsewhere in the file did not move or touch keeps its id. The stored path is
+``repository/path`` when a repository is named, so repositories never share ids.
 
 Example:
     >>> from llmc_splitters.ingest import IngestSettings, chunk_file
     >>> res = chunk_file("demo", "m.py", b"def f():\\n    return 1\\n", IngestSettings(max_tokens=64))
-    >>> res.status, [(r["role"], r["metadata"]["kind"]) for r in res.rows]
+    >>> res.status, [(r["role"], r["kind"]) for r in res.rows]
     ('chunked', [('parent', 'module'), ('leaf', 'function'), ('summary', 'file')])
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import subprocess
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, LlmcError
 from ..chunking.inputs import ERRORS, binary_reason, decode
-from ..chunking.span import Span, SpanTree, span_id
+from ..errors import ConfigurationError, LlmcError
+
+if TYPE_CHECKING:
+    from ..chunking.span import Span
+    from ..retrieval.records import PreparedFile, View
 
 __all__ = [
     "BATCH_COLUMNS",
+    "INT_COLUMNS",
+    "SPARK_SCHEMA",
     "FileRows",
     "IngestSettings",
-    "SPARK_SCHEMA",
     "chunk_batch",
     "chunk_file",
     "display_path",
     "file_version",
     "git_blob_sha",
+    "index_settings",
+    "prepared_file",
     "read_chunk_batch",
+    "row_span",
     "rows_to_columns",
     "settings_fingerprint",
+    "view_row",
 ]
 
-ROW_SCHEMA_VERSION = 1
+ROW_SCHEMA_VERSION = 2
 """Bumped when the row layout or the id derivation changes (it is part of the fingerprint)."""
 
 SEARCHED_ROLES = frozenset({"leaf", "summary"})
-"""Roles whose rows are embedded and searched; ``parent`` rows are looked up by id only."""
+"""Roles whose rows are embedded and searched; ``parent`` rows are looked up by id and byte range only."""
 
 BATCH_COLUMNS = (
-    "id", "role", "repository", "path", "blob_sha", "file_version", "text", "embed_text", "content_hash",
-    "parent_id", "skeleton", "metadata", "status", "reason",
+    "id", "role", "repository", "path", "file", "document", "seq", "blob_sha", "file_version", "language", "kind",
+    "name",
+    "text", "start_byte", "end_byte", "start_char", "end_char", "start_line", "end_line", "parent_id",
+    "token_count", "metadata", "terms", "embed_text", "embed_hash", "status", "reason",
 )
 """Columns of :func:`chunk_batch`'s output, in order."""
 
-SPARK_SCHEMA = ", ".join(f"{c} string" for c in BATCH_COLUMNS)
-"""The output schema of :func:`chunk_batch` as a Spark DDL string (every column is a string)."""
+INT_COLUMNS = frozenset({"seq", "start_byte", "end_byte", "start_char", "end_char", "start_line", "end_line",
+                         "token_count"})
+"""The integer columns of :data:`BATCH_COLUMNS`; every other one is a string."""
+
+SPARK_SCHEMA = ", ".join(f"{c} {'bigint' if c in INT_COLUMNS else 'string'}" for c in BATCH_COLUMNS)
+"""The output schema of :func:`chunk_batch` as a Spark DDL string."""
 
 
 @dataclass(frozen=True)
@@ -137,8 +157,8 @@ def _versions() -> dict[str, str]:
 def settings_fingerprint(settings: IngestSettings | None = None) -> str:
     """A short, stable fingerprint of what determines the spans: settings, tokenizer, library and grammar versions.
 
-    Changing any of them changes every span id (and makes :class:`~llmc_splitters.ingest.manifest.ManifestState`
-    re-chunk every file), so records of different settings never mix under one id.
+    Changing any of them makes :class:`~llmc_splitters.ingest.manifest.ManifestState` re-chunk every file, so rows
+    of different settings never mix in one index.
 
     Example:
         >>> settings_fingerprint(IngestSettings(max_tokens=256)) == settings_fingerprint(IngestSettings(256))
@@ -173,55 +193,12 @@ def display_path(repository: str, path: str) -> str:
 
 
 def file_version(repository: str, path: str, blob_sha: str, fingerprint: str) -> str:
-    """Identifies one version of one file under one set of settings (stored on every row of that file).
-
-    Rows of a file whose ``file_version`` differs from the current one are stale and are deleted after the new
-    rows are written.
-    """
+    """Identifies one version of one file under one set of settings (carried on every row of that file)."""
     h = hashlib.sha1(f"{repository}\x00{path}\x00{blob_sha}\x00{fingerprint}".encode("utf-8", "surrogateescape"))  # noqa: S324
     return h.hexdigest()
 
 
-def _row_id(repository: str, path: str, blob_sha: str, fingerprint: str, span: Span, role: str) -> str:
-    # The blob SHA pins the content, so the span's text need not be hashed again.
-    salt = f"{repository}\x00{blob_sha}\x00{fingerprint}\x00{role}\x00{span.kind}"
-    return span_id(path, span.start_byte, span.end_byte, "", salt=salt)
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 # -------------------------------------------------------------------------------------------------- one file
-
-
-@dataclass(slots=True)
-class FileRows:
-    """The outcome of chunking one file.
-
-    Attributes:
-        repository: As given.
-        path: As given (repository-relative).
-        blob_sha: git blob SHA of the bytes actually chunked.
-        file_version: See :func:`file_version`.
-        status: ``chunked``; ``skipped`` (binary, undecodable: permanent, the file is not retried until it
-            changes); or ``failed`` (unreadable, changed since it was planned, chunker error: retried next run).
-        reason: Why it was skipped or failed (``""`` when chunked).
-        rows: The span rows (empty unless chunked). Each is a dict with ``id``, ``role`` (``leaf``, ``parent``,
-            ``summary``), ``repository``, ``path``, ``blob_sha``, ``file_version``, ``text`` (what is stored),
-            ``embed_text`` (what is embedded; ``""`` for parents), ``content_hash`` (SHA-256 of ``embed_text``,
-            the embedding-cache key; ``""`` for parents), ``parent_id`` (the enclosing span's row id, ``""`` for
-            the file), ``skeleton`` (a split class's skeleton, else ``""``) and ``metadata`` (flat
-            str/int/float/bool values for the store, including ``span_json``).
-    """
-
-    repository: str
-    path: str
-    blob_sha: str
-    file_version: str
-    status: str
-    reason: str = ""
-    rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 _chunkers: dict[IngestSettings, Any] = {}
@@ -244,6 +221,58 @@ def _chunker(settings: IngestSettings) -> Any:
         return c
 
 
+@functools.lru_cache(maxsize=16)
+def index_settings(settings: IngestSettings) -> str:
+    """The settings string an index's file markers record for files chunked with ``settings``.
+
+    It is :attr:`CodeIndex.settings_fingerprint <llmc_splitters.retrieval.CodeIndex.settings_fingerprint>` of the
+    chunker these settings build, so a file ingested here counts as unchanged for ``CodeIndex.index_files`` /
+    ``index_directory`` over the same index (same content hash, same settings); without summaries it differs, so
+    that such an index re-lays those files out whole.
+    """
+    from types import SimpleNamespace
+
+    from ..retrieval.index import CodeIndex
+
+    # NOTE: CodeIndex derives its fingerprint from its chunker alone; calling its getter on the chunker these
+    # settings build keeps one formula for both.
+    getter = CodeIndex.settings_fingerprint.fget  # type: ignore[attr-defined]
+    fp = str(getter(SimpleNamespace(chunker=_chunker(settings))))
+    return fp if settings.summaries else f"{fp}:no-summaries"
+
+
+@dataclass(slots=True)
+class FileRows:
+    """The outcome of chunking one file.
+
+    Attributes:
+        repository: As given.
+        path: As given (repository-relative).
+        blob_sha: git blob SHA of the bytes actually chunked.
+        file_version: See :func:`file_version`.
+        status: ``chunked``; ``skipped`` (binary, undecodable: permanent, the file is not retried until it
+            changes); or ``failed`` (unreadable, changed since it was planned, chunker error: retried next run).
+        reason: Why it was skipped or failed (``""`` when chunked).
+        prepared: The file laid out for the index (``None`` unless chunked).
+        rows: ``prepared`` as span rows: one plain dict per row of the span store, with the keys of
+            :data:`BATCH_COLUMNS` (``metadata`` a dict here, a JSON string in columns).
+    """
+
+    repository: str
+    path: str
+    blob_sha: str
+    file_version: str
+    status: str
+    reason: str = ""
+    prepared: PreparedFile | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def file(self) -> str:
+        """The path the index stores (see :func:`display_path`)."""
+        return display_path(self.repository, self.path)
+
+
 def chunk_file(
     repository: str,
     path: str,
@@ -253,12 +282,12 @@ def chunk_file(
     blob_sha: str | None = None,
     fingerprint: str | None = None,
 ) -> FileRows:
-    """Chunk one file into span rows. Pure: the same arguments always give the same rows.
+    """Chunk one file and lay it out for the index. Pure: the same arguments always give the same rows.
 
     Args:
-        repository: Repository name (``""`` for one repository); part of every id and of the stored path.
-        path: Repository-relative path (used for language detection and stored with every row).
-        data: The file's bytes.
+        repository: Repository name (``""`` for one repository); the stored path is ``repository/path``.
+        path: Repository-relative path (used for language detection).
+        data: The file's bytes, decoded by ``settings.errors`` exactly as the serial index decodes a file.
         settings: Chunking settings (default :class:`IngestSettings()`).
         blob_sha: The blob SHA the manifest planned. When given and the bytes hash differently (the work tree
             changed after planning), the file ``failed`` with that reason and is retried by the next run.
@@ -268,6 +297,9 @@ def chunk_file(
         A :class:`FileRows`. Bad input never raises: binary or undecodable bytes give ``skipped``, a chunker
         error gives ``failed``, each with the reason.
     """
+    from ..retrieval.records import build_file, sha
+    from ..retrieval.workers import chunk
+
     settings = settings or IngestSettings()
     fp = fingerprint or settings_fingerprint(settings)
     actual = git_blob_sha(data)
@@ -284,93 +316,144 @@ def chunk_file(
         return FileRows(repository, path, actual, version, "skipped", f"undecodable: {exc}")
     shown = display_path(repository, path)
     try:
-        tree = _chunker(settings).chunk_tree(data, path=shown)
-    except (LlmcError, ValueError, RecursionError) as exc:
-        return FileRows(repository, path, actual, version, "failed", f"chunker error: {type(exc).__name__}: {exc}")
-    rows = _rows(repository, path, shown, actual, version, fp, text, tree, settings)
-    return FileRows(repository, path, actual, version, "chunked", "", rows)
+        # The serial index's own two steps: chunk the decoded text, then lay the tree out.
+        tree = chunk(_chunker(settings), shown, text)
+        prepared = build_file(shown, text, tree, file_hash=sha(text), settings=index_settings(settings),
+                              summaries=settings.summaries)
+    except LlmcError as exc:
+        return FileRows(repository, path, actual, version, "failed", f"chunker error: {exc}")
+    res = FileRows(repository, path, actual, version, "chunked", "", prepared)
+    res.rows = _span_rows(res, prepared)
+    return res
 
 
-def _rows(
-    repository: str, path: str, shown: str, blob: str, version: str, fp: str, text: str, tree: SpanTree,
-    settings: IngestSettings,
-) -> list[dict[str, Any]]:
-    """Rows laid out like :class:`~llmc_splitters.retrieval.CodeIndex` records, with ingestion ids."""
-    from ..retrieval.index import (
-        _CLASS_KINDS,
-        _analyze,
-        _derived_id,
-        _file_summary,
-        _leaf_view,
-        _span_json,
-        _with_meta,
-    )
+def _span_rows(res: FileRows, prepared: PreparedFile) -> list[dict[str, Any]]:
+    """One plain dict per row of the span store, in the order the store writes them."""
+    terms = {d.id: d.terms for d in (*prepared.leaves, *prepared.summaries)}
+    views = {i: (vtext, eh) for i, vtext, eh in prepared.views}
+    out = []
+    for seq, r in enumerate(prepared.write.rows):
+        s = r.span
+        vtext, eh = views.get(seq, ("", r.embed_hash or ""))
+        out.append({
+            "id": s.id, "role": r.role, "repository": res.repository, "path": res.path, "file": r.file,
+            "document": s.path or r.file, "seq": seq,
+            "blob_sha": res.blob_sha, "file_version": res.file_version, "language": s.language, "kind": s.kind,
+            "name": s.name or "", "text": "" if r.role == "parent" else s.text,
+            "start_byte": s.start_byte, "end_byte": s.end_byte, "start_char": s.start_char, "end_char": s.end_char,
+            "start_line": s.start_line, "end_line": s.end_line, "parent_id": s.parent_id or "",
+            "token_count": s.token_count, "metadata": s.metadata, "terms": terms.get(s.id, ""),
+            "embed_text": vtext, "embed_hash": eh, "status": "chunked", "reason": "",
+        })
+    return out
 
-    from types import SimpleNamespace
 
-    from ..retrieval.index import CodeIndex
+def _status_row(res: FileRows) -> dict[str, Any]:
+    """A file's status row: its status and, when chunked, its completion marker and import bindings."""
+    row: dict[str, Any] = {c: (0 if c in INT_COLUMNS else "") for c in BATCH_COLUMNS}
+    marker: dict[str, Any] = {"n_spans": 0}
+    if res.prepared is not None:
+        m = res.prepared.write.marker
+        marker = {"hash": m.hash, "settings": m.settings, "n_spans": m.n_spans, "n_leaves": m.n_leaves,
+                  "bindings": res.prepared.write.bindings}
+        row["language"] = m.language
+    row.update(id=f"file:{res.file_version}", role="file", repository=res.repository, path=res.path, file=res.file,
+               document=res.file, seq=-1, blob_sha=res.blob_sha, file_version=res.file_version, metadata=marker, status=res.status,
+               reason=res.reason)
+    return row
 
-    # CodeIndex's own settings string (what it compares to skip unchanged files), computed by its own code.
-    index_fp = CodeIndex.settings_fingerprint.fget(SimpleNamespace(chunker=_chunker(settings)))  # type: ignore[attr-defined]
-    data = text.encode("utf-8", "surrogatepass")
-    info = _analyze(tree, data)
-    root = tree.root
-    leaf_ids = {s.id for s in tree.leaves}
-    roles = {s.id: ("leaf" if s.id in leaf_ids else "parent") for s in tree.spans}
-    new_id = {s.id: _row_id(repository, path, blob, fp, s, roles[s.id]) for s in tree.spans}
-    file_hash = _sha256(text)
-    common = {"repository": repository, "repo_path": path, "blob_sha": blob, "file_version": version,
-              "settings_fingerprint": fp}
-    rows: list[dict[str, Any]] = []
 
-    def row(rid: str, role: str, doc: str, meta: dict[str, Any], embed: str = "", parent: str = "",
-            skeleton: str = "") -> dict[str, Any]:
-        meta.update(common)
-        ch = _sha256(embed) if embed else ""
-        if ch:
-            meta["content_hash"] = ch
-        return {"id": rid, "role": role, "repository": repository, "path": path, "blob_sha": blob,
-                "file_version": version, "text": doc, "embed_text": embed, "content_hash": ch,
-                "parent_id": parent, "skeleton": skeleton, "metadata": meta}
+def _json(meta: Any) -> str:
+    # default=str: what the span store does with a value JSON has no type for, so the stored text is the same.
+    return meta if isinstance(meta, str) else json.dumps(meta, ensure_ascii=False, default=str)
 
-    ordered = [s for s in tree.spans if s.id not in leaf_ids] + list(tree.leaves)
-    for span in ordered:
-        role = roles[span.id]
-        sp = _with_meta(span, info.per_span.get(span.id, {}))
-        d = sp.to_dict()
-        d["id"] = new_id[span.id]
-        d["parent_id"] = new_id[span.parent_id] if span.parent_id else None
-        sp = Span.from_dict(d)
-        meta = {k: v for k, v in sp.to_metadata().items() if isinstance(v, (str, int, float, bool))}
-        meta.pop("source", None)
-        meta.update(role=role, path=shown, file_hash=file_hash)
-        if span.id == root.id:
-            meta.update(is_root=True, settings=index_fp, bindings_json=json.dumps(info.bindings))
-        meta["span_json"] = _span_json(sp)
-        skeleton = str(sp.metadata.get("skeleton") or "") if role == "parent" else ""
-        embed = _leaf_view(sp) if role == "leaf" else ""
-        rows.append(row(sp.id, role, span.text, meta, embed, sp.parent_id or "", skeleton))
-    if settings.summaries:
-        summary = _file_summary(shown, tree, info)
-        smeta = {"role": "summary", "kind": "file", "path": shown, "file_hash": file_hash,
-                 "target_id": new_id[root.id], "language": root.language}
-        rows.append(row(_derived_id("file", shown), "summary", summary, smeta, summary, new_id[root.id]))
-        for span in tree.spans:
-            if span.id in leaf_ids or span.kind not in _CLASS_KINDS:
-                continue
-            sk = info.per_span.get(span.id, {}).get("skeleton") or span.metadata.get("skeleton")
-            if not sk:
-                continue
-            doc = f"{shown}: {span.name or span.kind}\n{sk}"
-            cmeta = {"role": "summary", "kind": "class", "path": shown, "file_hash": file_hash,
-                     "target_id": new_id[span.id], "symbol": span.name or "", "language": span.language,
-                     "start_line": span.start_line, "end_line": span.end_line}
-            rows.append(row(_derived_id("class", new_id[span.id]), "summary", doc, cmeta, doc, new_id[span.id]))
-    # The file's completion marker (its root record) says how many records make the file whole.
-    for r in rows:
-        if r["metadata"].get("is_root"):
-            r["metadata"]["n_records"] = len(rows)
-    return rows
+
+def rows_to_columns(results: Iterable[FileRows]) -> dict[str, list[Any]]:
+    """Flatten :class:`FileRows` into :data:`BATCH_COLUMNS`: each file's span rows, then its ``role == "file"`` row.
+
+    ``metadata`` becomes a JSON string. A status row has the file's ``status`` and ``reason``; span rows have
+    ``status == "chunked"`` and an empty ``reason``.
+    """
+    out: dict[str, list[Any]] = {c: [] for c in BATCH_COLUMNS}
+    for res in results:
+        for r in (*res.rows, _status_row(res)):
+            for c in BATCH_COLUMNS:
+                out[c].append(_json(r[c]) if c == "metadata" else r[c])
+    return out
+
+
+def _value(v: Any) -> Any:
+    """A plain Python value from a column cell (numpy and Arrow hand out their own scalar types)."""
+    return v.item() if hasattr(v, "item") else v
+
+
+def _meta(v: Any) -> dict[str, Any]:
+    return json.loads(v) if isinstance(v, (str, bytes)) else dict(v)
+
+
+def row_span(row: Mapping[str, Any]) -> Span:
+    """The :class:`~llmc_splitters.chunking.span.Span` of a span row (a parent's text is empty: the span store
+    rebuilds it from the leaves)."""
+    from ..chunking.span import Span
+
+    r = {c: _value(row[c]) for c in BATCH_COLUMNS}
+    return Span(str(r["id"]), str(r["document"]), str(r["language"]), str(r["kind"]), str(r["name"]) or None,
+                str(r["text"]), int(r["start_byte"]), int(r["end_byte"]), int(r["start_char"]), int(r["end_char"]),
+                int(r["start_line"]), int(r["end_line"]), str(r["parent_id"]) or None, int(r["token_count"]),
+                _meta(r["metadata"]))
+
+
+def view_row(row: dict[str, Any], view: View) -> None:
+    """Give a searched row its embedded view, in place: ``embed_text`` (what the model embeds), ``embed_hash`` (its
+    cache key) and, in ``metadata``, how it was bounded; the same view the serial index makes of the same row."""
+    from ..retrieval.records import embed_source
+
+    span = row_span(row)
+    meta = span.metadata
+    vtext, eh = view(embed_source(span, str(_value(row["role"]))), meta)
+    row["embed_text"], row["embed_hash"], row["metadata"] = vtext, eh, _json(meta)
+
+
+def prepared_file(status: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) -> PreparedFile:
+    """The :class:`~llmc_splitters.retrieval.records.PreparedFile` of one chunked file, back from its rows.
+
+    Args:
+        status: The file's status row (``role == "file"``, ``status == "chunked"``).
+        rows: Its span rows, in any order (batches of a distributed run may deliver them out of order); values may
+            be numpy or Arrow scalars. A row whose ``embed_hash`` is set gets an embedded view.
+
+    Returns:
+        The file as :func:`~llmc_splitters.retrieval.records.build_file` laid it out (and the embed stage viewed
+        it); its marker's ``indexed_at`` is now.
+
+    Raises:
+        LlmcError: The rows are not those its marker counts (some were lost on the way).
+    """
+    from ..retrieval.lexical_index import LexDoc
+    from ..retrieval.records import PreparedFile
+    from ..retrieval.spanstore import FileMarker, FileWrite, SpanRow
+
+    marker = _meta(_value(status["metadata"]))
+    file = str(_value(status["file"]))
+    ordered = sorted(rows, key=lambda r: int(_value(r["seq"])))
+    if [int(_value(r["seq"])) for r in ordered] != list(range(int(marker["n_spans"]))):
+        msg = f"{file}: {len(ordered)} rows arrived of the {marker['n_spans']} its marker counts"
+        raise LlmcError(msg)
+    out = PreparedFile(file, FileWrite(FileMarker(file, str(marker["hash"]), str(marker["settings"]),
+                                                  str(_value(status["language"])), None, None,
+                                                  int(marker["n_spans"]), int(marker["n_leaves"]), time.time()),
+                                       [], marker["bindings"]))
+    for r in ordered:
+        span = row_span(r)
+        role = str(_value(r["role"]))
+        eh = str(_value(r["embed_hash"])) or None
+        if eh is not None:
+            out.views.append((len(out.write.rows), str(_value(r["embed_text"])), eh))
+        out.write.rows.append(SpanRow(span, role, file, eh))
+        if role in SEARCHED_ROLES:
+            doc = LexDoc(span.id, file, span.language, span.kind, str(_value(r["terms"])))
+            (out.leaves if role == "leaf" else out.summaries).append(doc)
+    return out
 
 
 # ------------------------------------------------------------------------------------------------- columnar
@@ -391,33 +474,6 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-def rows_to_columns(results: Iterable[FileRows]) -> dict[str, list[str]]:
-    """Flatten :class:`FileRows` into :data:`BATCH_COLUMNS`: the span rows, then one ``role == "file"`` row per file.
-
-    ``metadata`` becomes a JSON string. A status row has the file's ``status`` and ``reason``; span rows have
-    ``status == "chunked"`` and an empty ``reason``.
-    """
-    out: dict[str, list[str]] = {c: [] for c in BATCH_COLUMNS}
-    for res in results:
-        for r in res.rows:
-            for c in BATCH_COLUMNS:
-                if c == "metadata":
-                    out[c].append(json.dumps(r["metadata"], ensure_ascii=False))
-                elif c == "status":
-                    out[c].append("chunked")
-                elif c == "reason":
-                    out[c].append("")
-                else:
-                    out[c].append(r[c])
-        status = {c: "" for c in BATCH_COLUMNS}
-        status.update(id=f"file:{res.file_version}", role="file", repository=res.repository, path=res.path,
-                      blob_sha=res.blob_sha, file_version=res.file_version, metadata="{}", status=res.status,
-                      reason=res.reason)
-        for c in BATCH_COLUMNS:
-            out[c].append(status[c])
-    return out
-
-
 def _as_settings(settings: IngestSettings | Mapping[str, Any] | None) -> IngestSettings:
     if settings is None:
         return IngestSettings()
@@ -429,7 +485,7 @@ def _as_settings(settings: IngestSettings | Mapping[str, Any] | None) -> IngestS
 def chunk_batch(
     batch: Mapping[str, Sequence[Any]],
     settings: IngestSettings | Mapping[str, Any] | None = None,
-) -> dict[str, list[str]]:
+) -> dict[str, list[Any]]:
     """Columnar :func:`chunk_file`: one row per file in, one row per span (plus a status row per file) out.
 
     Args:
@@ -440,7 +496,7 @@ def chunk_batch(
         settings: :class:`IngestSettings` or a dict of its fields (JSON-friendly for Spark closures).
 
     Returns:
-        Columns :data:`BATCH_COLUMNS`, all strings (``metadata`` as JSON); see :func:`rows_to_columns`.
+        Columns :data:`BATCH_COLUMNS` (``metadata`` as JSON); see :func:`rows_to_columns`.
 
     Example:
         >>> out = chunk_batch({"path": ["a.py"], "data": [b"x = 1\\n"]}, {"max_tokens": 64})

@@ -10,8 +10,16 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._faces import check_positive, core_retriever, whole_files
-from ..errors import missing_dependency
+from .._faces import (
+    check_positive,
+    cite_core,
+    core_retriever,
+    index_directory,
+    relative_paths,
+    resolve_top_k,
+    whole_files,
+)
+from ..errors import checked_arguments, missing_dependency
 
 try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -21,9 +29,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/test_langchain_splitter.py
     raise missing_dependency(exc.name or "langchain-core", "langchain") from exc
 
+from ..ingest.walk import DEFAULT_INCLUDE
 from ..retrieval import CodeRetriever
 from ..retrieval.expand import Expansion
-from ..retrieval.index import DEFAULT_INCLUDE, Hit
+from ..retrieval.index import Hit
 from .splitter import path_of
 
 __all__ = ["CodeParentRetriever"]
@@ -49,15 +58,27 @@ class CodeParentRetriever(BaseRetriever):
     The plain constructor indexes what it is given (``documents``, ``texts`` or ``directory``) into Chroma: an
     embedded store at ``path``, a server at ``host``/``port``, a ready ``client``, or (with none of these) a fresh
     in-memory collection. ``embedding=None`` is lexical-only (BM25, no model); any LangChain ``Embeddings`` makes
-    search hybrid. ``k`` and ``max_context_tokens`` can also be given to ``invoke``.
+    search hybrid. ``k`` and ``max_context_tokens`` can also be given to ``invoke``; LangChain's
+    ``search_kwargs={"k": ...}`` is honoured too. An argument this retriever does not take raises
+    :class:`~llmc_splitters.ConfigurationError` naming the nearest one (``embeddings`` -> ``embedding``), rather
+    than being ignored.
+
+    Paths are stored and cited relative to ``root``: by default, the common directory of the documents when their
+    paths are absolute (``DirectoryLoader`` gives absolute paths; the context markers then read
+    ``# httpx/_client.py:494-516``, not the machine's directory layout), and ``directory`` itself for
+    ``directory=``.
 
     Args:
         documents: Whole-file ``Document``s (as LangChain loaders return them); the path is ``metadata["source"]``
             (or ``"file_path"``), else ``document-<i>``.
         texts: ``{path: text}`` to index.
-        directory: A directory to index (files matching ``include``, minus ``exclude``; paths stored relative).
-        include: Glob patterns for ``directory``.
-        exclude: Glob patterns to skip in ``directory``.
+        directory: A directory to index, selected as ``llmc-splitters index`` selects
+            (:func:`llmc_splitters.ingest.walk.walk`: ``include`` minus ``exclude``, ``.gitignore`` honoured,
+            notebooks and extensionless ``#!`` scripts included, binary and generated files skipped).
+        include: Gitignore-style patterns for ``directory``.
+        exclude: Gitignore-style patterns to skip in ``directory``.
+        root: Store paths relative to this directory; ``None`` (default): the documents' common directory when
+            their paths are absolute, ``directory`` for ``directory=``; ``False``: paths as given.
         embedding: A LangChain ``Embeddings`` (hybrid search) or ``None`` (BM25 only).
         path: Directory of an embedded (persistent) Chroma store.
         host: Chroma server host.
@@ -68,13 +89,18 @@ class CodeParentRetriever(BaseRetriever):
         code_retriever: A ready :class:`~llmc_splitters.retrieval.CodeRetriever` (then no store/embedding args).
         max_tokens: Leaf span size used when indexing.
         tokenizer: Token counter for leaves and for ``max_context_tokens`` (default cl100k).
-        k: Number of documents to return.
+        k: Number of documents to return (default 4).
+        search_kwargs: LangChain's spelling of ``{"k": ...}`` (only ``k`` is supported).
         max_context_tokens: Token budget of all returned ``page_content`` together.
         expand_context: Add parent context (``False``: the hits only).
         multi_stage: Search file/class summaries first, then the leaves inside the best ones.
+        name: LangChain's retriever name.
+        tags: LangChain tags for callbacks.
+        metadata: LangChain metadata for callbacks.
 
     Raises:
-        ConfigurationError: An invalid setting, or two different documents with the same path.
+        ConfigurationError: An invalid setting, an unknown argument, a document outside ``root``, or two different
+            documents with the same path.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -99,6 +125,7 @@ class CodeParentRetriever(BaseRetriever):
     multi_stage: bool = Field(default=False, description="Search summaries first, then leaves inside them.")
     code_retriever: Any = Field(default=None, exclude=True, description="The core CodeRetriever.")
 
+    @checked_arguments
     def __init__(
         self,
         *,
@@ -107,6 +134,7 @@ class CodeParentRetriever(BaseRetriever):
         directory: str | os.PathLike[str] | None = None,
         include: Sequence[str] = DEFAULT_INCLUDE,
         exclude: Sequence[str] = (),
+        root: str | os.PathLike[str] | bool | None = None,
         embedding: Any = None,
         path: str | os.PathLike[str] | None = None,
         host: str | None = None,
@@ -116,13 +144,17 @@ class CodeParentRetriever(BaseRetriever):
         code_retriever: CodeRetriever | None = None,
         max_tokens: int = 512,
         tokenizer: Any = None,
-        k: int = 4,
+        k: int | None = None,
+        search_kwargs: Mapping[str, Any] | None = None,
         max_context_tokens: int = 2048,
         expand_context: bool = True,
         multi_stage: bool = False,
-        **kwargs: Any,
+        name: str | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         """Build (or wrap) the index and index what is given; see the class docstring."""
+        k = resolve_top_k(k, None, search_kwargs)
         code_retriever = core_retriever(
             code_retriever, embedding=embedding, embedding_name="embedding", path=path, host=host, port=port,
             client=client, collection_name=collection_name, max_tokens=max_tokens, tokenizer=tokenizer, k=k,
@@ -134,17 +166,20 @@ class CodeParentRetriever(BaseRetriever):
             expand_context=expand_context,
             multi_stage=multi_stage,
             code_retriever=code_retriever,
-            **kwargs,
+            name=name,
+            tags=tags,
+            metadata=metadata,
         )
         files = dict(texts or {})
         if documents is not None:
-            found, _ = whole_files(((path_of(d.metadata or {}), d.page_content) for d in documents), files,
-                                   "document loaders")
+            docs = list(documents)
+            paths = relative_paths([path_of(d.metadata or {}) for d in docs], root)
+            found, _ = whole_files(zip(paths, (d.page_content for d in docs)), files, "document loaders")
             files.update(found)
         if files:
             code_retriever.index_texts(files)
         if directory is not None:
-            code_retriever.index_directory(directory, include=include, exclude=exclude, prune=False)
+            index_directory(code_retriever, directory, include=include, exclude=exclude, root=root)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -152,11 +187,12 @@ class CodeParentRetriever(BaseRetriever):
         cls,
         documents: Iterable[Document],
         embedding: Any = None,
-        k: int = 4,
+        k: int | None = None,
         max_context_tokens: int = 2048,
         **kwargs: Any,
     ) -> CodeParentRetriever:
-        """Index whole-file ``documents`` (loader output) and return a retriever over them."""
+        """Index whole-file ``documents`` (loader output) and return a retriever over them; any constructor
+        argument (``root=``, ``path=``, ``search_kwargs=``, ...) can be given too."""
         return cls(documents=documents, embedding=embedding, k=k, max_context_tokens=max_context_tokens, **kwargs)
 
     @classmethod
@@ -164,19 +200,21 @@ class CodeParentRetriever(BaseRetriever):
         cls,
         directory: str | os.PathLike[str],
         embedding: Any = None,
-        k: int = 4,
+        k: int | None = None,
         max_context_tokens: int = 2048,
         **kwargs: Any,
     ) -> CodeParentRetriever:
-        """Index the source files under ``directory`` (see ``include``/``exclude``) and return a retriever."""
+        """Index the source files under ``directory`` (see ``include``/``exclude``/``root``) and return a
+        retriever."""
         return cls(directory=directory, embedding=embedding, k=k, max_context_tokens=max_context_tokens, **kwargs)
 
     @classmethod
     def from_vectorstore(
         cls,
         vectorstore: Any,
-        docstore: Any,
+        docstore: Any = None,
         *,
+        path: str | os.PathLike[str] | None = None,
         namespace: str = "llmc",
         max_tokens: int = 512,
         tokenizer: Any = None,
@@ -184,12 +222,14 @@ class CodeParentRetriever(BaseRetriever):
         max_context_tokens: int = 2048,
         **kwargs: Any,
     ) -> CodeParentRetriever:
-        """A retriever over any LangChain ``VectorStore`` (leaves, summaries) plus a ``BaseStore`` docstore (every
-        record: parents, skeletons, import bindings); see :mod:`llmc_splitters.retrieval.vectorstore`. Dense search
-        uses the vector store's own model. ``texts=``/``documents=``/``directory=`` in ``kwargs`` are indexed."""
+        """A retriever whose vectors live in any LangChain ``VectorStore`` (dense search uses the store's own
+        model); spans and the lexical index live in the index directory ``path`` (temporary without it). See
+        :mod:`llmc_splitters.retrieval.vectorstore`; ``docstore`` is not used since 0.2 (a warning says so).
+        ``texts=``/``documents=``/``directory=`` in ``kwargs`` are indexed."""
         from ..retrieval.vectorstore import code_index
 
-        index = code_index(vectorstore, docstore, namespace=namespace, max_tokens=max_tokens, tokenizer=tokenizer)
+        index = code_index(vectorstore, docstore, path=path, namespace=namespace, max_tokens=max_tokens,
+                           tokenizer=tokenizer)
         core = CodeRetriever(index=index, tokenizer=tokenizer, k=k, max_context_tokens=max_context_tokens)
         return cls(code_retriever=core, k=k, max_context_tokens=max_context_tokens, **kwargs)
 
@@ -225,4 +265,5 @@ def _document(hit: Hit, exp: Expansion, confidence: float) -> Document:
         truncated=any(p.truncated for p in exp.pieces),
         context_lines=[f"{p.path}:{p.start_line}-{p.end_line}" for p in exp.pieces],
     )
+    cite_core(meta, hit, exp)
     return Document(id=span.id, page_content=exp.context, metadata=meta)

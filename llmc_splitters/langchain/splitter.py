@@ -12,13 +12,17 @@ from typing import Any
 
 from .._faces import (
     DEFAULT_HEADER_RESERVE,
+    Intake,
+    check_on_unsupported,
     chunk_budget,
     document_language,
     first_path,
     forced_language,
+    framework_metadata,
+    framework_text,
     resolve_size,
 )
-from ..errors import ConfigurationError, missing_dependency
+from ..errors import ConfigurationError, checked_arguments, missing_dependency
 
 try:
     from langchain_core.documents import Document
@@ -50,10 +54,28 @@ class CodeTextSplitter(TextSplitter):
     a line unless one line alone is too big. Chunks never overlap and never lose text: with the default settings
     ``page_content`` is the source verbatim and ``metadata["start_index"]`` locates it exactly.
 
-    The language is ``language=`` when given, otherwise detected per document from ``metadata["language"]`` (as
-    LangChain's ``LanguageParser`` sets it), then from the path in ``metadata["source"]`` / ``["file_path"]``
-    (what ``TextLoader``, ``DirectoryLoader`` and ``GenericLoader`` set), then from a shebang; anything else is
-    split as plain text.
+    Each document is treated as at every other door (:func:`~llmc_splitters.chunking.dispatch.classify`): the
+    language is ``language=`` when given, otherwise detected from ``metadata["language"]`` (as LangChain's
+    ``LanguageParser`` sets it), then from the path in ``metadata["source"]`` / ``["file_path"]`` (what
+    ``TextLoader``, ``DirectoryLoader`` and ``GenericLoader`` set), then from a shebang, then, for a document
+    without a path, from its content (notebook JSON, HTML, Python/JavaScript/TypeScript that parses cleanly with
+    definitions or imports, Markdown headings); anything else is split as plain text, and documents that had
+    nothing to go on get one :class:`~llmc_splitters.errors.InputWarning` per call naming the remedy.
+
+    Special inputs:
+
+    * A Jupyter notebook (``.ipynb``) gives chunks per cell: ``start_line``/``end_line`` and the offsets count in
+      the cell, ``metadata["cell_index"]`` and ``["cell_type"]`` say which, and a ``source`` this splitter fills in
+      is the cell's path (``nb.ipynb#cell3``).
+    * Binary input (a PNG or a file of NUL bytes a loader decoded into ``page_content``) and malformed notebooks are
+      skipped, with one :class:`~llmc_splitters.errors.InputWarning` per call naming each document and the reason
+      (``on_unsupported``).
+    * Lone surrogates (text read with ``errors="surrogateescape"``) are escaped in ``page_content`` and metadata, one
+      character for one (see :func:`~llmc_splitters.chunking.inputs.escape_surrogates`), so that stores and
+      embedding APIs accept them; ``metadata["surrogates"]`` then holds what
+      :func:`~llmc_splitters.chunking.inputs.restore_surrogates` needs to give the exact text back.
+    * Documents that share one ``source`` with different texts (the pieces ``GenericLoader`` + ``LanguageParser``
+      make) get one warning: their line numbers count from each piece. Load whole files instead.
 
     Each ``Document``'s metadata is the input metadata (copied) plus: ``source``, ``language``, ``kind``
     (``function``, ``class``, ``method``, ``imports``, ``block``, ...), ``symbol`` (qualified name of the
@@ -85,9 +107,12 @@ class CodeTextSplitter(TextSplitter):
         strip_whitespace: Strip leading/trailing whitespace of each chunk (off by default to stay lossless); the
             offsets and lines then describe the stripped text.
         keep_separator: Accepted for LangChain compatibility and ignored: no text is ever dropped.
+        on_unsupported: Input that cannot be chunked is skipped with one warning per call (``"warn"``), raises
+            :class:`~llmc_splitters.UnsupportedInputError` (``"raise"``), or is skipped silently (``"ignore"``).
 
     Raises:
-        ConfigurationError: An invalid setting (the message names it and the value).
+        ConfigurationError: An invalid setting (the message names it and the value), or an unknown argument (the
+            message names the nearest valid one).
 
     Example:
         >>> from langchain_core.documents import Document
@@ -99,6 +124,7 @@ class CodeTextSplitter(TextSplitter):
         [('imports', None, 1), ('function', 'f', 3)]
     """
 
+    @checked_arguments
     def __init__(
         self,
         chunk_size: int | None = None,
@@ -113,8 +139,10 @@ class CodeTextSplitter(TextSplitter):
         add_start_index: bool = True,
         strip_whitespace: bool = False,
         keep_separator: Any = False,
+        on_unsupported: str = "warn",
     ) -> None:
         size = resolve_size(chunk_size, max_tokens)
+        self._on_unsupported = check_on_unsupported(on_unsupported)
         if chunk_overlap != 0:
             msg = (
                 f"chunk_overlap must be 0 for CodeTextSplitter, got {chunk_overlap!r}: chunks are syntax-aligned "
@@ -215,25 +243,31 @@ class CodeTextSplitter(TextSplitter):
     ) -> list[Document]:
         """One ``Document`` per non-blank leaf span of each text, in file order.
 
-        ``split_documents`` and ``transform_documents`` (the base class's) go through this method.
+        ``split_documents`` and ``transform_documents`` (the base class's) go through this method, so the warnings
+        of one call (inputs skipped, languages guessed, files given in pieces) come once per call.
         """
         metadatas_ = list(metadatas) if metadatas is not None else [{}] * len(texts)
         if len(metadatas_) != len(texts):
             msg = f"got {len(texts)} texts but {len(metadatas_)} metadatas"
             raise ConfigurationError(msg)
+        intake = Intake(type(self).__name__, self._on_unsupported, "source",
+                        "TextLoader, DirectoryLoader, or GenericLoader with TextParser")
         documents: list[Document] = []
-        for text, metadata in zip(texts, metadatas_):
-            documents.extend(self._documents(text, metadata or {}))
+        for i, (text, metadata) in enumerate(zip(texts, metadatas_)):
+            documents.extend(self._documents(intake, i, text, metadata or {}))
+        intake.finish()
         return documents
 
-    def language_for(self, text: str, metadata: Mapping[str, Any] | None = None) -> str:
-        """The language a document is chunked as (see the class docstring for the order of the rules)."""
-        return document_language(self._language, text, metadata, PATH_KEYS)
+    def language_for(self, text: str, metadata: Mapping[str, Any] | None = None) -> str | None:
+        """The language a document is chunked as (see the class docstring for the order of the rules); ``None``
+        for binary input, which is skipped."""
+        return document_language(self._language, text, metadata, path_of(metadata or {}))
 
-    def _documents(self, text: str, metadata: Mapping[str, Any]) -> Iterable[Document]:
+    def _documents(self, intake: Intake, index: int, text: str, metadata: Mapping[str, Any]) -> Iterable[Document]:
         path = path_of(metadata)
-        language = self.language_for(text, metadata)
-        tree = self._chunker.chunk_tree(text, language=language, path=path)
+        tree = intake.chunk(self._chunker, text, path=path, metadata=metadata, language=self._language, index=index)
+        if tree is None:
+            return
         for span in tree.leaves:
             rendered = self._render(span)
             if rendered is None:
@@ -243,7 +277,9 @@ class CodeTextSplitter(TextSplitter):
             if "source" in meta:
                 span_meta.pop("source", None)  # the input's own value (a URL, a Path...) is kept as is
             meta.update(span_meta)
-            yield Document(page_content=content, metadata=meta)
+            content, restore = framework_text(content)
+            meta.update(restore)
+            yield Document(page_content=content, metadata=framework_metadata(meta))
 
     def _render(self, span: Span) -> tuple[str, dict[str, Any]] | None:
         """``page_content`` and metadata of one leaf, or ``None`` for a whitespace-only leaf."""
@@ -282,8 +318,12 @@ class CodeTextSplitter(TextSplitter):
 
 
 def _span_metadata(span: Span) -> dict[str, Any]:
-    """``span.to_metadata()`` with ``symbol`` and ``breadcrumb`` always present (``""`` for none: stores reject None)."""
+    """``span.to_metadata()`` with ``symbol`` and ``breadcrumb`` always present (``""`` for none: stores reject None),
+    and the cell of a notebook span."""
     meta = span.to_metadata()
     meta.setdefault("symbol", "")
     meta.setdefault("breadcrumb", "")
+    for key in ("cell_index", "cell_type"):
+        if key in span.metadata:
+            meta[key] = span.metadata[key]
     return meta

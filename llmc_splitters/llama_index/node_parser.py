@@ -6,20 +6,27 @@ Importing this module imports ``llama_index.core``; that import is the opt-in to
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Literal, Optional
 
 from .._faces import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_HEADER_RESERVE,
+    Intake,
+    check_on_unsupported,
     chunk_budget,
     document_language,
     first_path,
     forced_language,
+    framework_metadata,
+    framework_text,
     resolve_size,
 )
-from ..errors import ConfigurationError, missing_dependency
+from ..chunking.dispatch import document_trees
+from ..chunking.inputs import escape_surrogates
+from ..errors import ConfigurationError, checked_arguments, missing_dependency
 
 try:
     from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -31,7 +38,6 @@ try:
         Document,
         MetadataMode,
         NodeRelationship,
-        ObjectType,
         RelatedNodeInfo,
         TextNode,
     )
@@ -115,14 +121,34 @@ class CodeNodeParser(NodeParser):
     the source verbatim: ``document.text[node.start_char_idx:node.end_char_idx] == node.text``. Whitespace-only
     pieces are not emitted.
 
-    The language is ``language`` when set, otherwise detected per document from ``metadata["language"]``, then from
-    the path in ``metadata["file_path"]`` (what ``SimpleDirectoryReader`` sets), ``"file_name"`` or ``"source"``,
-    then from a shebang; anything else is split as plain text.
+    Each document is treated as at every other door (:func:`~llmc_splitters.chunking.dispatch.classify`): the
+    language is ``language`` when set, otherwise detected from ``metadata["language"]``, then from the path in
+    ``metadata["file_path"]`` (what ``SimpleDirectoryReader`` sets), ``"file_name"`` or ``"source"``, then from a
+    shebang, then, for a document without a path, from its content (notebook JSON, HTML, Python/JavaScript/
+    TypeScript that parses cleanly with definitions or imports, Markdown headings); anything else is split as plain
+    text, and documents that had nothing to go on get one :class:`~llmc_splitters.errors.InputWarning` per call
+    naming the remedy.
+
+    Special inputs:
+
+    * A Jupyter notebook (``.ipynb``) gives nodes per cell: ``metadata["cell_index"]``/``["cell_type"]`` say which,
+      ``start_line``/``end_line`` and ``start_index``/``end_index`` count in the cell, ``source`` is the cell's path
+      (``nb.ipynb#cell3``) unless the input has one, and ``start_char_idx``/``end_char_idx`` are ``None``: a cell's
+      text is not a slice of the notebook's JSON. With ``include_parents`` each cell is a top-level node.
+    * Binary input and malformed notebooks are skipped, with one warning per call naming each document and the
+      reason (``on_unsupported``).
+    * Lone surrogates (text read with ``errors="surrogateescape"``), which LlamaIndex cannot hash, are escaped in the
+      node's text and metadata one character for one (see :func:`~llmc_splitters.chunking.inputs.escape_surrogates`);
+      ``metadata["surrogates"]`` then holds what :func:`~llmc_splitters.chunking.inputs.restore_surrogates` needs
+      to give the exact text back. The ``SOURCE`` link of such a document is built without hashing its raw text.
+    * Documents that share one path with different texts (a reader that splits files) get one warning: their line
+      numbers count from each piece.
 
     Node metadata is the input's (with ``include_metadata``) plus ``language``, ``kind``, ``symbol``,
     ``start_line``/``end_line`` (1-based, inclusive), ``start_index``/``end_index``, ``start_byte``/``end_byte``,
-    ``span_id``, ``parent_id``, ``token_count``, ``breadcrumb`` and ``source`` (the path, unless the input already
-    has ``source``); ``symbol`` and ``breadcrumb`` are ``""`` outside any named definition (no value is ``None``).
+    ``span_id``, ``parent_id`` (the node id of the enclosing span's node, see below), ``token_count``,
+    ``breadcrumb`` and ``source`` (the path, unless the input already has ``source``); ``symbol`` and
+    ``breadcrumb`` are ``""`` outside any named definition (no value is ``None``).
     Bookkeeping keys are listed in ``excluded_embed_metadata_keys`` (and most of them in
     ``excluded_llm_metadata_keys``), so the embedding sees the code, its symbol and language.
 
@@ -139,10 +165,13 @@ class CodeNodeParser(NodeParser):
       ``HierarchicalNodeParser``; docstore-based retrievers such as ``AutoMergingRetriever`` follow the links. (The
       tree is as deep as the code: a split class's children mix leaves and split methods, so levels are not uniform
       as in ``HierarchicalNodeParser``.) With the default ``include_parents=False`` only leaves are emitted, each
-      within ``chunk_size``, so the output can go straight into a vector index; each leaf still has a ``PARENT``
-      naming the node id its enclosing span gets with ``include_parents=True`` (ids are deterministic), with that
-      span's ``kind``, ``symbol``, lines and ``span_id`` in the relationship's metadata; that node is simply not
-      emitted. (With a custom ``id_func`` those ids cannot be known, so leaves get no ``PARENT`` in this mode.)
+      within ``chunk_size``, so the output can go straight into a vector index, and no leaf has a ``PARENT``: a
+      relationship always resolves to a node that was emitted.
+
+    ``metadata["parent_id"]`` is the id of the enclosing span's node: the ``PARENT`` node's id with
+    ``include_parents=True``; without it, the id that node gets with ``include_parents=True`` (ids are
+    deterministic), so leaves of one class share it and a later parse with parents resolves it. (With a custom
+    ``id_func`` and no parents that id cannot be known, and the key is left out.)
 
     Node ids are deterministic (derived from the source id and the span) unless an ``id_func`` is given.
 
@@ -192,10 +221,18 @@ class CodeNodeParser(NodeParser):
         description="Tokens kept free for the context header when context_header is on.",
         ge=0,
     )
+    on_unsupported: Literal["warn", "raise", "ignore"] = Field(
+        default="warn",
+        description=(
+            "Input that cannot be chunked (binary, a malformed notebook): skipped with one warning per call "
+            "('warn'), raised as UnsupportedInputError ('raise'), or skipped silently ('ignore')."
+        ),
+    )
 
     _tok: Optional[Any] = PrivateAttr(default=None)
     _chunker: Optional[ASTChunker] = PrivateAttr(default=None)
 
+    @checked_arguments
     def __init__(
         self,
         chunk_size: Optional[int] = None,
@@ -210,9 +247,15 @@ class CodeNodeParser(NodeParser):
         include_prev_next_rel: bool = True,
         callback_manager: Optional[CallbackManager] = None,
         id_func: Any = None,
+        on_unsupported: str = "warn",
     ) -> None:
-        """Create a parser; every argument is described on the class and in its pydantic fields."""
+        """Create a parser; every argument is described on the class and in its pydantic fields.
+
+        Raises:
+            ConfigurationError: An invalid setting, or an unknown argument (the message names the nearest one).
+        """
         size = resolve_size(chunk_size, max_tokens)
+        check_on_unsupported(on_unsupported)
         chunk_budget(size, header_reserve, context_header)
         lang = forced_language(language)
         label, tok = _tokenizer_setting(tokenizer)
@@ -228,6 +271,7 @@ class CodeNodeParser(NodeParser):
             include_prev_next_rel=include_prev_next_rel,
             callback_manager=callback_manager or CallbackManager([]),
             id_func=id_func or default_id_func,
+            on_unsupported=on_unsupported,
         )
         self._tok = tok
 
@@ -237,6 +281,7 @@ class CodeNodeParser(NodeParser):
         return "CodeNodeParser"
 
     @classmethod
+    @checked_arguments
     def from_defaults(
         cls,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -248,6 +293,7 @@ class CodeNodeParser(NodeParser):
         include_prev_next_rel: bool = True,
         callback_manager: Optional[CallbackManager] = None,
         id_func: Any = None,
+        on_unsupported: str = "warn",
     ) -> CodeNodeParser:
         """The LlamaIndex-style factory; same arguments as the constructor."""
         return cls(
@@ -260,6 +306,7 @@ class CodeNodeParser(NodeParser):
             include_prev_next_rel=include_prev_next_rel,
             callback_manager=callback_manager,
             id_func=id_func,
+            on_unsupported=on_unsupported,
         )
 
     # ------------------------------------------------------------------ settings
@@ -283,9 +330,10 @@ class CodeNodeParser(NodeParser):
             self._chunker = ASTChunker(max_tokens=budget, tokenizer=self.resolved_tokenizer)
         return self._chunker
 
-    def language_for(self, text: str, metadata: Mapping[str, Any] | None = None) -> str:
-        """The language a document is parsed as (see the class docstring for the order of the rules)."""
-        return document_language(self.language, text, metadata, PATH_KEYS)
+    def language_for(self, text: str, metadata: Mapping[str, Any] | None = None) -> str | None:
+        """The language a document is parsed as (see the class docstring for the order of the rules); ``None`` for
+        binary input, which is skipped."""
+        return document_language(self.language, text, metadata, path_of(metadata or {}))
 
     # ------------------------------------------------------------------ parsing
     def get_nodes_from_documents(
@@ -317,55 +365,60 @@ class CodeNodeParser(NodeParser):
         show_progress: bool = False,
         **kwargs: Any,
     ) -> List[BaseNode]:
+        intake = Intake(type(self).__name__, self.on_unsupported, "file_path", "SimpleDirectoryReader")
         all_nodes: List[BaseNode] = []
-        for node in get_tqdm_iterable(nodes, show_progress, "Parsing nodes"):
-            all_nodes.extend(self._nodes_of(node))
+        for i, node in enumerate(get_tqdm_iterable(nodes, show_progress, "Parsing nodes")):
+            all_nodes.extend(self._nodes_of(intake, i, node))
+        intake.finish()
         return all_nodes
 
-    def _nodes_of(self, node: BaseNode) -> List[BaseNode]:
+    def _nodes_of(self, intake: Intake, index: int, node: BaseNode) -> List[BaseNode]:
         text = node.get_content(metadata_mode=MetadataMode.NONE)
         metadata = dict(node.metadata or {})
         path = path_of(metadata)
-        tree = self.chunker.chunk_tree(text, language=self.language_for(text, metadata), path=path)
-        leaves = [s for s in tree.leaves if s.text.strip()]
-        if not leaves:
+        tree = intake.chunk(self.chunker, text, path=path, metadata=metadata, language=self.language, index=index)
+        if tree is None:
             return []
-        source = node.source_node if node.source_node is not None else node.as_related_node_info()
-        emitted = self._emitted(tree, leaves)
-        leaf_ids = {s.id for s in leaves}
+        source = node.source_node if node.source_node is not None else _related(node)
         out: Dict[str, TextNode] = {}
-        for i, span in enumerate(emitted):
-            out[span.id] = self._text_node(i, span, span.id in leaf_ids, node, metadata, source)
-        if self.include_parents:
+        leaves: List[TextNode] = []
+        for doc in document_trees(tree):  # a notebook: one document per cell
+            doc_leaves = [s for s in doc.leaves if s.text.strip()]
+            if not doc_leaves:
+                continue
+            emitted = self._emitted(doc, doc_leaves)
+            leaf_ids = {s.id for s in doc_leaves}
+            in_document = doc is tree  # a cell's text is not a slice of the notebook's text
             for span in emitted:
-                kids = [out[c.id] for c in tree.children(span) if c.id in out]
-                if kids:
-                    parent = out[span.id]
-                    parent.relationships[NodeRelationship.CHILD] = [k.as_related_node_info() for k in kids]
-                    info = parent.as_related_node_info()
-                    for kid in kids:
-                        kid.relationships[NodeRelationship.PARENT] = info
-        elif self.id_func is default_id_func:
-            for span in leaves:
-                enclosing = tree.parent(span)
-                if enclosing is not None:
-                    out[span.id].relationships[NodeRelationship.PARENT] = RelatedNodeInfo(
-                        node_id=_node_id(source.node_id, enclosing),
-                        node_type=ObjectType.TEXT,
-                        metadata={
-                            "kind": enclosing.kind,
-                            "symbol": enclosing.name or "",
-                            "start_line": enclosing.start_line,
-                            "end_line": enclosing.end_line,
-                            "span_id": enclosing.id,
-                        },
-                    )
+                out[span.id] = self._text_node(len(out), span, span.id in leaf_ids, node, metadata, source,
+                                               self._parent_node_id(doc, span, source, out), in_document)
+            if self.include_parents:
+                for span in emitted:
+                    kids = [out[c.id] for c in doc.children(span) if c.id in out]
+                    if kids:
+                        parent = out[span.id]
+                        parent.relationships[NodeRelationship.CHILD] = [k.as_related_node_info() for k in kids]
+                        info = parent.as_related_node_info()
+                        for kid in kids:
+                            kid.relationships[NodeRelationship.PARENT] = info
+            leaves.extend(out[s.id] for s in doc_leaves)
         if self.include_prev_next_rel:
-            leaf_nodes = [out[s.id] for s in leaves]
-            for prev, nxt in zip(leaf_nodes, leaf_nodes[1:]):
+            for prev, nxt in zip(leaves, leaves[1:]):
                 nxt.relationships[NodeRelationship.PREVIOUS] = prev.as_related_node_info()
                 prev.relationships[NodeRelationship.NEXT] = nxt.as_related_node_info()
         return list(out.values())
+
+    def _parent_node_id(self, tree: SpanTree, span: Span, source: RelatedNodeInfo,
+                        out: Mapping[str, TextNode]) -> Optional[str]:
+        """The id of the node of ``span``'s enclosing span (see ``metadata["parent_id"]`` in the class docstring)."""
+        enclosing = tree.parent(span)
+        if enclosing is None:
+            return None
+        if enclosing.id in out:  # emitted (include_parents): parents come before their children
+            return out[enclosing.id].node_id
+        if self.id_func is default_id_func:
+            return _node_id(source.node_id, enclosing)
+        return None
 
     def _emitted(self, tree: SpanTree, leaves: list[Span]) -> list[Span]:
         """Leaves, plus (with ``include_parents``) the structural spans, in pre-order (parents first)."""
@@ -382,11 +435,19 @@ class CodeNodeParser(NodeParser):
         node: BaseNode,
         metadata: Mapping[str, Any],
         source: RelatedNodeInfo,
+        parent_node_id: Optional[str],
+        in_document: bool,
     ) -> TextNode:
         span_meta = span.to_metadata()
         # Always present, "" for none: vector stores (Chroma) reject None values.
         span_meta.setdefault("symbol", "")
         span_meta.setdefault("breadcrumb", "")
+        span_meta.pop("parent_id", None)
+        if parent_node_id is not None:
+            span_meta["parent_id"] = parent_node_id
+        for key in ("cell_index", "cell_type"):
+            if key in span.metadata:
+                span_meta[key] = span.metadata[key]
         if self.context_header and is_leaf:
             header = fit_header(context_header(span), span.token_count, self.chunk_size, self.resolved_tokenizer)
             if header:
@@ -407,14 +468,27 @@ class CodeNodeParser(NodeParser):
             for key in ("metadata_separator", "metadata_template", "text_template")
             if isinstance(getattr(node, key, None), str)
         }
+        text, restore = framework_text(span.text)
+        meta.update(restore)
         return TextNode(
             id_=node_id,
-            text=span.text,
-            metadata=meta,
-            start_char_idx=span.start_char,
-            end_char_idx=span.end_char,
+            text=text,
+            metadata=framework_metadata(meta),
+            start_char_idx=span.start_char if in_document else None,
+            end_char_idx=span.end_char if in_document else None,
             excluded_embed_metadata_keys=excluded_embed,
             excluded_llm_metadata_keys=excluded_llm,
             relationships={NodeRelationship.SOURCE: source},
             **formatting,
         )
+
+
+def _related(node: BaseNode) -> RelatedNodeInfo:
+    """``node.as_related_node_info()``, also for a document whose text holds lone surrogates: LlamaIndex's own
+    hash of such text raises ``UnicodeEncodeError``, so its hash is taken of the escaped text instead."""
+    text, record = escape_surrogates(node.get_content(metadata_mode=MetadataMode.NONE))
+    clean = framework_metadata(dict(node.metadata or {}))
+    if not record and clean == dict(node.metadata or {}):
+        return node.as_related_node_info()
+    digest = hashlib.sha256((text + str(clean)).encode("utf-8")).hexdigest()
+    return RelatedNodeInfo(node_id=node.node_id, node_type=node.get_type(), metadata=clean, hash=digest)

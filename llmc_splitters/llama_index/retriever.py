@@ -10,8 +10,16 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, List, Optional
 
-from .._faces import check_positive, core_retriever, whole_files
-from ..errors import ConfigurationError, missing_dependency
+from .._faces import (
+    check_positive,
+    cite_core,
+    core_retriever,
+    index_directory,
+    relative_paths,
+    resolve_top_k,
+    whole_files,
+)
+from ..errors import ConfigurationError, checked_arguments, missing_dependency
 
 try:
     from llama_index.core.callbacks import CallbackManager
@@ -20,9 +28,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/test_llama_index_node_parser.py
     raise missing_dependency(exc.name or "llama-index-core", "llama-index") from exc
 
+from ..ingest.walk import DEFAULT_INCLUDE
 from ..retrieval import CodeRetriever
 from ..retrieval.expand import Expansion
-from ..retrieval.index import DEFAULT_INCLUDE, Hit
+from ..retrieval.index import Hit
 from .node_parser import path_of
 
 __all__ = ["CodeParentRetriever", "LlamaIndexEmbedding"]
@@ -76,15 +85,25 @@ class CodeParentRetriever(BaseRetriever):
     The plain constructor indexes what it is given (``documents``, ``texts`` or ``directory``) into Chroma: an
     embedded store at ``path``, a server at ``host``/``port``, a ready ``client``, or (with none of these) a fresh
     in-memory collection. ``embed_model=None`` is lexical-only (BM25, no model); any LlamaIndex embed model makes
-    search hybrid. ``k`` (alias ``similarity_top_k``) and ``max_context_tokens`` are plain attributes.
+    search hybrid. ``k`` (alias ``similarity_top_k``, LlamaIndex's name) and ``max_context_tokens`` are plain
+    attributes. An argument this retriever does not take raises :class:`~llmc_splitters.ConfigurationError` naming
+    the nearest one (``top_k`` -> ``k``), not a bare ``TypeError``.
+
+    Paths are stored and cited relative to ``root``: by default, the common directory of the documents when their
+    paths are absolute (``SimpleDirectoryReader`` gives absolute paths), and ``directory`` itself for
+    ``directory=``.
 
     Args:
         documents: Whole-file ``Document``s (as ``SimpleDirectoryReader`` returns them); the path is
             ``metadata["file_path"]`` (or ``file_name``/``source``), else ``document-<i>``.
         texts: ``{path: text}`` to index.
-        directory: A directory to index (files matching ``include``, minus ``exclude``; paths stored relative).
-        include: Glob patterns for ``directory``.
-        exclude: Glob patterns to skip in ``directory``.
+        directory: A directory to index, selected as ``llmc-splitters index`` selects
+            (:func:`llmc_splitters.ingest.walk.walk`: ``include`` minus ``exclude``, ``.gitignore`` honoured,
+            notebooks and extensionless ``#!`` scripts included, binary and generated files skipped).
+        include: Gitignore-style patterns for ``directory``.
+        exclude: Gitignore-style patterns to skip in ``directory``.
+        root: Store paths relative to this directory; ``None`` (default): the documents' common directory when
+            their paths are absolute, ``directory`` for ``directory=``; ``False``: paths as given.
         embed_model: A LlamaIndex embed model (hybrid search) or ``None`` (BM25 only); ``embedding=`` is an alias.
         path: Directory of an embedded (persistent) Chroma store.
         host: Chroma server host.
@@ -103,7 +122,8 @@ class CodeParentRetriever(BaseRetriever):
         verbose: LlamaIndex verbosity flag.
 
     Raises:
-        ConfigurationError: An invalid setting, or two different documents with the same path.
+        ConfigurationError: An invalid setting, an unknown argument, a document outside ``root``, or two different
+            documents with the same path.
 
     Example:
         >>> from llama_index.core import Document
@@ -116,6 +136,7 @@ class CodeParentRetriever(BaseRetriever):
         ('home', 3)
     """
 
+    @checked_arguments
     def __init__(
         self,
         *,
@@ -124,6 +145,7 @@ class CodeParentRetriever(BaseRetriever):
         directory: Optional[str | os.PathLike[str]] = None,
         include: Sequence[str] = DEFAULT_INCLUDE,
         exclude: Sequence[str] = (),
+        root: Optional[str | os.PathLike[str] | bool] = None,
         embed_model: Any = None,
         embedding: Any = None,
         path: Optional[str | os.PathLike[str]] = None,
@@ -143,13 +165,10 @@ class CodeParentRetriever(BaseRetriever):
         verbose: bool = False,
     ) -> None:
         """Build (or wrap) the index and index what is given; see the class docstring."""
-        if k is not None and similarity_top_k is not None and k != similarity_top_k:
-            msg = f"k ({k}) and similarity_top_k ({similarity_top_k}) are the same setting; give one"
-            raise ConfigurationError(msg)
         if embed_model is not None and embedding is not None and embed_model is not embedding:
             msg = "embed_model and embedding are the same setting; give one"
             raise ConfigurationError(msg)
-        top_k = k if k is not None else similarity_top_k if similarity_top_k is not None else 4
+        top_k = resolve_top_k(k, similarity_top_k, None)
         model = embed_model if embed_model is not None else embedding
         code_retriever = core_retriever(
             code_retriever, embedding=None if model is None else _as_core_embedding(model),
@@ -166,11 +185,11 @@ class CodeParentRetriever(BaseRetriever):
         self._sources: dict[str, RelatedNodeInfo] = {}
         files = dict(texts or {})
         if documents is not None:
-            files.update(self._files_of(documents, taken=files))
+            files.update(self._files_of(documents, taken=files, root=root))
         if files:
             code_retriever.index_texts(files)
         if directory is not None:
-            code_retriever.index_directory(directory, include=include, exclude=exclude, prune=False)
+            index_directory(code_retriever, directory, include=include, exclude=exclude, root=root)
 
     @property
     def similarity_top_k(self) -> int:
@@ -192,7 +211,8 @@ class CodeParentRetriever(BaseRetriever):
         max_context_tokens: int = 2048,
         **kwargs: Any,
     ) -> CodeParentRetriever:
-        """Index whole-file ``documents`` (reader output) and return a retriever over them (``k`` defaults to 4)."""
+        """Index whole-file ``documents`` (reader output) and return a retriever over them (``k`` defaults to 4); any
+        constructor argument (``root=``, ``path=``, ``similarity_top_k=``, ...) can be given too."""
         return cls(documents=documents, embed_model=embed_model, k=k, max_context_tokens=max_context_tokens, **kwargs)
 
     @classmethod
@@ -204,7 +224,8 @@ class CodeParentRetriever(BaseRetriever):
         max_context_tokens: int = 2048,
         **kwargs: Any,
     ) -> CodeParentRetriever:
-        """Index the source files under ``directory`` (see ``include``/``exclude``) and return a retriever."""
+        """Index the source files under ``directory`` (see ``include``/``exclude``/``root``) and return a
+        retriever."""
         return cls(directory=directory, embed_model=embed_model, k=k, max_context_tokens=max_context_tokens, **kwargs)
 
     # ------------------------------------------------------------------ retrieval
@@ -233,6 +254,7 @@ class CodeParentRetriever(BaseRetriever):
             truncated=any(p.truncated for p in exp.pieces),
             context_lines=[f"{p.path}:{p.start_line}-{p.end_line}" for p in exp.pieces],
         )
+        cite_core(meta, hit, exp)
         relationships = {}
         source = self._sources.get(span.path or "")
         if source is not None:
@@ -247,9 +269,10 @@ class CodeParentRetriever(BaseRetriever):
             relationships=relationships,
         )
 
-    def _files_of(self, documents: Iterable[BaseNode], taken: Mapping[str, str]) -> dict[str, str]:
+    def _files_of(self, documents: Iterable[BaseNode], taken: Mapping[str, str], root: Any) -> dict[str, str]:
         docs = list(documents)
-        files, keys = whole_files(((path_of(d.metadata or {}), d.get_content()) for d in docs), taken,
+        paths = relative_paths([path_of(d.metadata or {}) for d in docs], root)
+        files, keys = whole_files(zip(paths, (d.get_content() for d in docs)), taken,
                                   "SimpleDirectoryReader and other readers")
         for key, doc in zip(keys, docs):
             self._sources[key] = RelatedNodeInfo(node_id=doc.node_id, metadata=dict(doc.metadata or {}))

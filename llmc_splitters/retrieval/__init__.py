@@ -1,10 +1,11 @@
-"""Framework-free retrieval core: a hierarchical span index in Chroma, hybrid search, budgeted parent context.
+"""Framework-free retrieval core: a hierarchical span index (spans in SQLite, BM25 postings on disk, vectors in a
+vector store), hybrid search, budgeted parent context.
 
-Only light modules are imported here; ``bm25s``, ``chromadb`` and ``sentence_transformers`` load on first use.
+Only light modules are imported here; ``tantivy``, ``chromadb`` and ``sentence_transformers`` load on first use.
 
 Example:
     >>> from llmc_splitters.retrieval import CodeRetriever
-    >>> r = CodeRetriever(k=2, max_context_tokens=200)              # lexical only, in-memory Chroma
+    >>> r = CodeRetriever(k=2, max_context_tokens=200)              # lexical only, temporary index
     >>> _ = r.index_texts({"m.py": "import os\\n\\ndef home():\\n    return os.environ['HOME']\\n"})
     >>> print(r.retrieve("home directory").context)
     # m.py:1-1
@@ -19,11 +20,13 @@ from __future__ import annotations
 
 from .embeddings import BoundedView, Embedding, HashingEmbedding, MiniLMEmbedding, bounded_view
 from .expand import Expansion, HitContext, Piece, Scope, Snippet, expand
+from .filters import SearchFilter
 from .fuse import reciprocal_rank_fusion
-from .index import CodeIndex, FileSummaryInput, Hit, IndexReport, SearchResult
+from .index import CodeIndex, FileSummaryInput, Hit, IndexInterrupted, IndexReport, SearchResult
 from .lexical import BM25Index, code_terms, split_identifier
 from .retriever import CodeRetriever, Result
-from .store import ChromaStore, Record, StoreError
+from .spanstore import IndexNotFoundError, SpanStore, StoreError
+from .store import ChromaStore, Record
 
 __all__ = [
     "BM25Index",
@@ -37,14 +40,18 @@ __all__ = [
     "HashingEmbedding",
     "Hit",
     "HitContext",
+    "IndexInterrupted",
+    "IndexNotFoundError",
     "IndexReport",
     "MiniLMEmbedding",
     "Piece",
     "Record",
     "Result",
     "Scope",
+    "SearchFilter",
     "SearchResult",
     "Snippet",
+    "SpanStore",
     "StoreError",
     "bounded_view",
     "code_terms",

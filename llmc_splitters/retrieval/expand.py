@@ -1,22 +1,32 @@
-"""Expand search hits into a context that fits a token budget: the hit, its scope or class skeleton, its imports.
+"""Expand search hits into a context that fits a token budget: the part of each hit that matches, then what makes it
+readable alone (its header chain, the binding lines it uses, its class skeleton, its enclosing scope whole).
 
 Pure: everything the expansion needs comes in as :class:`HitContext` objects (built by the index from stored span
-metadata), and the only outside service is a token counter.
+metadata), and the only outside services are a token counter and, per hit, an optional *zoom*: a function that
+returns the hit's parts (its methods, its blocks: syntax-aligned sub-spans, best match first) at most ``n`` tokens
+each.
 
-For each hit, in rank order, the candidates are:
+The budget is spent in this order, every step in rank order over the hits:
 
-1. the hit itself (all hits come first, so context never costs the answer);
-2. the header line of each enclosing scope (``class Client(Base):``), innermost first;
-3. the import statements and module-level names the hit uses, in file order;
-4. the smallest enclosing scope whole, if it fits; otherwise the skeleton of the innermost enclosing class.
+1. **Cores.** Each hit's own text, if it fits what is left; else, for the first hit that does not fit (and for
+   any of the three best hits that is a class holding several definitions), its best-matching part that fits (the
+   zoom); a hit whose core cannot fit at all is reported in ``dropped``. Only when not even the best hit fits is
+   its best part cut at a line end and marked ``(truncated)`` (one statement bigger than the budget). With
+   ``fill=True`` (no ``k``: take hits while they fit) a hit is taken together with its header chain and binding
+   lines when they fit, else alone.
+2. **Header chain and bindings.** The header lines of each enclosing scope (``class Client(Base):``, and for a part
+   the headers between it and the hit, such as ``def send(...)``), innermost first, then the import and
+   module-level binding lines the core uses, in file order.
+3. **Skeletons.** The skeleton of the innermost enclosing class (signatures only, bodies elided).
+4. **Whole scopes.** A zoomed hit whole, then the enclosing scopes whole while they fit (a scope present verbatim
+   makes its skeleton redundant: the skeleton is dropped from the render, and its cost with it).
 
-Candidates are taken greedily in that order; one that would push the *rendered* context over
-``max_context_tokens`` is skipped, so the least relevant material is what gets dropped. Literal pieces of one file
-(hits, scopes, headers, imports) are merged: nested or overlapping byte ranges deduplicated, touching ones joined;
-pieces are rendered file by file (files in order of their best hit), in file order within a file, each preceded by a
+A candidate that would push the *rendered* context over ``max_context_tokens`` is skipped. Literal pieces of one file
+(hits, scopes, headers, bindings) are merged (nested or overlapping ranges deduplicated, touching ones joined) and
+rendered file by file (files in order of their best hit), in file order within a file, each preceded by a
 ``# path:start-end`` marker (1-based, inclusive lines). A skeleton is marked ``# path:start-end (skeleton)``; its text
-is not a verbatim slice (bodies are elided). If even the best hit alone does not fit, its head is returned, cut at
-a token boundary and marked ``(truncated)``; the result is never over budget.
+is not a verbatim slice, and its lines that are already in the context verbatim (a header, a method shown whole)
+are left out of it: no line appears twice. The result is never over budget.
 
 Example:
     >>> from llmc_splitters.retrieval.expand import Snippet, expand
@@ -32,9 +42,14 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigurationError
 
-__all__ = ["DEFAULT_MARKER", "Snippet", "Scope", "HitContext", "Piece", "Expansion", "expand", "render_marker"]
+__all__ = ["DEFAULT_MARKER", "Snippet", "Scope", "Part", "HitContext", "Piece", "Expansion", "expand",
+           "render_marker"]
 
 DEFAULT_MARKER = "# {path}:{start}-{end}"
+
+# Only the best hits are zoomed into when they do not fit: a lower-ranked hit that does not fit is dropped (a zoom
+# re-chunks the hit and ranks its parts).
+_ZOOM_RANKS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +93,28 @@ class Scope:
 
 
 @dataclass(frozen=True, slots=True)
+class Part:
+    """A part of a hit to zoom into (a method of a class, a block of a function), with its own context.
+
+    Attributes:
+        snippet: The part, verbatim.
+        headers: Header lines of the structures between the hit and the part (``def send(...)`` for a block of
+            ``send``), innermost first.
+        imports: The binding lines the part uses (instead of the whole hit's).
+        skeleton: The innermost class around the part inside the hit, with its skeleton, if any.
+    """
+
+    snippet: Snippet
+    headers: tuple[Snippet, ...] = ()
+    imports: tuple[Snippet, ...] = ()
+    skeleton: Scope | None = None
+
+
+Zoom = Callable[[int], Sequence[Part]]
+"""``zoom(n) -> parts``: a hit's parts of at most ``n`` tokens each, best match first."""
+
+
+@dataclass(frozen=True, slots=True)
 class HitContext:
     """A search hit with everything its expansion may use.
 
@@ -85,13 +122,18 @@ class HitContext:
         hit: The hit's own text.
         score: Its fused relevance score (higher is better).
         scopes: Enclosing scopes, innermost first, *excluding* the file itself.
-        imports: The import statements and module-level names the hit uses, as whole-line snippets.
+        imports: The binding lines (imports, module-level names) the hit uses.
+        zoom: Its parts, for when the whole hit does not fit (``None``: it cannot be zoomed into).
+        container: The hit holds several definitions (a class that fit one leaf): its best-matching part is its
+            core even when the whole hit fits, and the whole hit comes after the part's context, as its scope.
     """
 
     hit: Snippet
     score: float
     scopes: tuple[Scope, ...] = ()
     imports: tuple[Snippet, ...] = ()
+    zoom: Zoom | None = field(default=None, compare=False)
+    container: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +174,15 @@ class Expansion:
         context: The rendered context string (markers + texts).
         token_count: Tokens in ``context`` (always ``<= max_context_tokens``).
         dropped: Candidates that did not fit, as ``(rank, kind)``.
+        cores: What each hit that got in is shown as, ``(rank, start_line, end_line, zoomed)``: the hit's own lines,
+            or, ``zoomed``, the lines of the part of it that fit (for a truncated hit, the lines of its head).
     """
 
     pieces: tuple[Piece, ...]
     context: str
     token_count: int
     dropped: tuple[tuple[int, str], ...] = field(default=())
+    cores: tuple[tuple[int, int, int, bool], ...] = field(default=())
 
 
 @dataclass(slots=True)
@@ -204,11 +249,18 @@ def _merge(cands: list[_Cand]) -> list[Piece]:
         # A skeleton is redundant when its whole scope is already there verbatim.
         if any(s.start_byte <= sc.snippet.start_byte and s.end_byte >= sc.snippet.end_byte for s, _ in merged):
             continue
+        # Lines shown verbatim elsewhere are left out of the skeleton (header pieces inside it are dropped instead).
+        shown = {line.strip() for s, members in merged if s.start_line <= sc.snippet.end_line
+                 and s.end_line >= sc.snippet.start_line and any(m.kind != "header" for m in members)
+                 for line in s.text.splitlines()}
+        text = _without_shown(sc.skeleton, shown)
+        if not text.strip():
+            continue
         piece = Piece(
             sc.snippet.path,
             sc.snippet.start_line,
             sc.snippet.end_line,
-            sc.skeleton,
+            text,
             "skeleton",
             ("skeleton",),
             (sc.snippet.span_id,) if sc.snippet.span_id else (),
@@ -225,6 +277,31 @@ def _merge(cands: list[_Cand]) -> list[Piece]:
             continue
         out.append(p)
     return out
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _without_shown(skeleton: str, shown: set[str]) -> str:
+    """A skeleton without the entries already shown verbatim: a signature (with the docstring and ``...`` lines
+    indented under it) or any other line that is in the context already."""
+    out: list[str] = []
+    skip_under: int | None = None
+    for i, line in enumerate(skeleton.splitlines(keepends=True)):
+        text = line.strip()
+        if i == 0:
+            out.append(line)  # the scope's own header: the skeleton hangs from it
+            continue
+        if skip_under is not None:
+            if text and _indent(line) > skip_under:
+                continue
+            skip_under = None
+        if text and text != "..." and text in shown:
+            skip_under = _indent(line)
+            continue
+        out.append(line)
+    return "".join(out)
 
 
 def _render(cands: list[_Cand], marker: str) -> tuple[list[Piece], str]:
@@ -303,6 +380,7 @@ def expand(
     marker: str = DEFAULT_MARKER,
     include_scopes: bool = True,
     include_imports: bool = True,
+    fill: bool = False,
 ) -> Expansion:
     """Expand ranked hits into pieces and a rendered context of at most ``max_context_tokens`` tokens.
 
@@ -310,10 +388,12 @@ def expand(
         hits: Hits with their context, best first.
         max_context_tokens: The budget for the whole rendered context (markers included).
         count: Token counter for the budget (``Tokenizer.count``).
-        cut: Optional ``cut(text, n) -> char index`` (``Tokenizer.cut``) to truncate an oversize top hit fast.
+        cut: Optional ``cut(text, n) -> char index`` (``Tokenizer.cut``) to truncate a part bigger than the budget.
         marker: Marker line template with ``{path}``, ``{start}``, ``{end}``.
-        include_scopes: Add headers, whole scopes and skeletons (``False``: hits and imports only).
-        include_imports: Add the imports and module-level names each hit uses.
+        include_scopes: Add headers, skeletons and whole scopes (``False``: cores and bindings only).
+        include_imports: Add the binding lines each core uses.
+        fill: Take a hit only with its header chain and bindings, and go on down the list while hits fit (for a
+            list longer than what fits: the retriever's "no ``k``" mode).
 
     Returns:
         The :class:`Expansion`.
@@ -326,9 +406,10 @@ def expand(
         raise ConfigurationError(msg)
     chosen: list[_Cand] = []
     dropped: list[tuple[int, str]] = []
+    kept: dict[int, Part | None] = {}  # rank -> the part its core is (None: the whole hit)
 
-    def fits(extra: _Cand) -> bool:
-        return count(_render([*chosen, extra], marker)[1]) <= max_context_tokens
+    def fits(*extra: _Cand) -> bool:
+        return count(_render([*chosen, *extra], marker)[1]) <= max_context_tokens
 
     def consider(c: _Cand) -> bool:
         if _covered(c, chosen):
@@ -339,38 +420,90 @@ def expand(
         dropped.append((c.rank, c.kind))
         return False
 
-    # 1. The hits themselves, best first; the best one is truncated rather than lost.
-    for rank, h in enumerate(hits):
-        c = _Cand(rank, h.score, "hit", h.hit)
-        if not consider(c) and not chosen and rank == 0:
-            t = _truncate(c, max_context_tokens, count, marker, cut)
-            if t is not None:
-                dropped.pop()
-                chosen.append(t)
-    hit_ranks = {c.rank for c in chosen if c.kind == "hit"}
-    # 2. Context for each kept hit, in rank order.
-    for rank, h in enumerate(hits):
-        if rank not in hit_ranks or any(c.rank == rank and c.truncated for c in chosen):
-            continue
+    def essentials(rank: int, h: HitContext, part: Part | None) -> list[_Cand]:
+        """The header chain (innermost first) and the binding lines of a core, not yet in the context."""
+        out: list[_Cand] = []
         if include_scopes:
-            for sc in h.scopes:
-                if sc.header is not None:
-                    consider(_Cand(rank, h.score, "header", sc.header))
+            heads = [*(part.headers if part is not None else ()), *(sc.header for sc in h.scopes if sc.header)]
+            out += [_Cand(rank, h.score, "header", s) for s in heads]
         if include_imports:
-            for imp in sorted(h.imports, key=lambda s: s.start_byte):
-                consider(_Cand(rank, h.score, "import", imp))
-        if include_scopes:
-            # Widen scope by scope (method, then class, ...) while the whole scope fits; at the first that does
-            # not, fall back to the skeleton of the innermost class at or above it.
-            for level, sc in enumerate(h.scopes):
-                if consider(_Cand(rank, h.score, "scope", sc.snippet)):
-                    continue
-                dropped.pop()
-                skel = next((s for s in h.scopes[level:] if s.skeleton), None)
-                if skel is not None:
-                    consider(_Cand(rank, h.score, "skeleton", scope=skel))
-                else:
-                    dropped.append((rank, "scope"))
-                break
+            imps = part.imports if part is not None else h.imports
+            out += [_Cand(rank, h.score, "import", s) for s in sorted(imps, key=lambda s: s.start_byte)]
+        seen: list[_Cand] = [*chosen]
+        unique = []
+        for c in out:
+            if not _covered(c, seen):
+                unique.append(c)
+                seen.append(c)
+        return unique
+
+    def core(rank: int, h: HitContext) -> tuple[list[_Cand], Part | None] | None:
+        """The hit whole, else its best part that fits (with its essentials in fill mode), else ``None``."""
+        whole = _Cand(rank, h.score, "hit", h.hit)
+        zoomed = h.zoom is not None and rank < _ZOOM_RANKS and (h.container or not kept)
+        if not (zoomed and h.container):
+            for unit in ([whole, *essentials(rank, h, None)], [whole]) if fill else ([whole],):
+                if fits(*unit):
+                    return unit, None
+        if zoomed:
+            room = max_context_tokens - (count(_render(chosen, marker)[1]) if chosen else 0)
+            for part in h.zoom(max(room, 1)):  # type: ignore[misc]
+                pc = _Cand(rank, h.score, "hit", part.snippet)
+                for unit in ([pc, *essentials(rank, h, part)], [pc]) if fill else ([pc],):
+                    if fits(*unit):
+                        return unit, part
+            if h.container:
+                for unit in ([whole, *essentials(rank, h, None)], [whole]) if fill else ([whole],):
+                    if fits(*unit):
+                        return unit, None  # no part fits better than the whole
+        return None
+
+    # 1. Cores, best hit first.
+    for rank, h in enumerate(hits):
+        if _covered(_Cand(rank, h.score, "hit", h.hit), chosen):
+            continue  # inside a hit already taken
+        got = core(rank, h)
+        if got is not None:
+            unit, part = got
+            chosen.extend(c for c in unit if not _covered(c, chosen))
+            kept[rank] = part
+            continue
+        if rank == 0 and not chosen:
+            # Not even the best hit fits: the head of its best part, cut at a line end.
+            parts = h.zoom(max_context_tokens) if h.zoom is not None else ()
+            target = _Cand(0, h.score, "hit", parts[0].snippet if parts else h.hit)
+            t = _truncate(target, max_context_tokens, count, marker, cut)
+            if t is not None:
+                chosen.append(t)
+                continue
+        dropped.append((rank, "hit"))
+    # 2. Header chains and bindings, hit by hit.
+    if not fill:
+        for rank, part in kept.items():
+            for c in essentials(rank, hits[rank], part):
+                consider(c)
+    if include_scopes:
+        # 3. The skeleton of the innermost class around each core.
+        for rank, part in kept.items():
+            h = hits[rank]
+            skel = part.skeleton if part is not None and part.skeleton is not None else \
+                next((sc for sc in h.scopes if sc.skeleton), None)
+            if skel is not None:
+                consider(_Cand(rank, h.score, "skeleton", scope=skel))
+        # 4. Whole scopes: a zoomed hit whole, then each enclosing scope while it fits.
+        for rank, part in kept.items():
+            h = hits[rank]
+            if part is not None and not consider(_Cand(rank, h.score, "scope", h.hit)):
+                continue
+            for sc in h.scopes:
+                if not consider(_Cand(rank, h.score, "scope", sc.snippet)):
+                    break
     pieces, context = _render(chosen, marker)
-    return Expansion(tuple(pieces), context, count(context) if context else 0, tuple(dropped))
+    cores = []
+    for c in chosen:
+        if c.kind == "hit" and c.snippet is not None:
+            whole = hits[c.rank].hit
+            zoomed = (c.snippet.start_byte, c.snippet.end_byte) != (whole.start_byte, whole.end_byte)
+            cores.append((c.rank, c.snippet.start_line, c.snippet.end_line, zoomed))
+    cores.sort()
+    return Expansion(tuple(pieces), context, count(context) if context else 0, tuple(dropped), tuple(cores))

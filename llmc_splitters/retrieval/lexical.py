@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -66,21 +67,27 @@ def code_terms(text: str, *, stopwords: Iterable[str] = _STOPWORDS) -> list[str]
         Terms in order of appearance (repeats kept: BM25 counts them).
     """
     stop = stopwords if isinstance(stopwords, (set, frozenset)) else frozenset(stopwords)
+    terms = _word_terms if stop is _STOPWORDS else functools.partial(_word_terms_uncached, stop=stop)
     out: list[str] = []
-    for m in _IDENT.finditer(text):
-        word = m.group(0)
-        whole = word.lower().strip("_$")
-        if not whole or whole in stop:
-            continue
-        parts = split_identifier(word)
-        if len(parts) <= 1:
-            term = _fold(whole) if whole.isalpha() else whole
-            if len(term) > 1 or term.isdigit():
-                out.append(term)
-            continue
-        out.append(whole)
-        out.extend(_fold(p) for p in parts if len(p) > 1 and p not in stop)
+    for word in _IDENT.findall(text):
+        out.extend(terms(word))
     return out
+
+
+def _word_terms_uncached(word: str, stop: frozenset[str] = _STOPWORDS) -> tuple[str, ...]:
+    """The terms of one identifier or number (see :func:`code_terms`)."""
+    whole = word.lower().strip("_$")
+    if not whole or whole in stop:
+        return ()
+    parts = split_identifier(word)
+    if len(parts) <= 1:
+        term = _fold(whole) if whole.isalpha() else whole
+        return (term,) if len(term) > 1 or term.isdigit() else ()
+    return (whole, *(_fold(p) for p in parts if len(p) > 1 and p not in stop))
+
+
+# Identifiers repeat across code (``self``, ``return``, a module's own names): each word is split once per process.
+_word_terms = functools.lru_cache(maxsize=1 << 17)(_word_terms_uncached)
 
 
 class BM25Index:

@@ -10,14 +10,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, checked_arguments
 from ..chunking.tokens import resolve_tokenizer
 from .embeddings import Embedding
 from .expand import DEFAULT_MARKER, Expansion, HitContext, Piece, Snippet, expand, render_marker
+from .filters import SearchFilter
 from .index import DEFAULT_INCLUDE, CodeIndex, FileSummaryInput, Hit, IndexReport, SearchResult
 from .store import ChromaStore
 
 __all__ = ["CodeRetriever", "Result"]
+
+# Without k, the budget is filled from this many ranked hits; a search without k returns this many.
+_FILL_CANDIDATES = 50
+_SEARCH_K = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,24 +55,26 @@ class Result:
 class CodeRetriever:
     """Index source code and retrieve hits expanded with their class skeleton and the imports they use.
 
-    The index lives in Chroma: an embedded store at ``path``, a server at ``host``/``port``, a ready ``client``, a
-    :class:`ChromaStore`, or (with none of these) memory. ``embedding=None`` gives a lexical-only (BM25) retriever
-    that needs no model; with an :class:`~llmc_splitters.retrieval.embeddings.Embedding` (for example
+    The index lives in the directory ``path`` (spans and BM25 postings; with an embedding, vectors in embedded
+    Chroma under ``path/chroma``, or on a server at ``host``/``port``, a ready ``client`` or :class:`ChromaStore`);
+    with no ``path`` it is private and temporary. ``embedding=None`` gives a lexical-only (BM25) retriever that needs
+    no model and no Chroma; with an :class:`~llmc_splitters.retrieval.embeddings.Embedding` (for example
     :class:`~llmc_splitters.retrieval.embeddings.MiniLMEmbedding`) search is hybrid.
 
     Args:
-        path: Directory of an embedded Chroma store.
-        host: Chroma server host.
+        path: The index directory (``None``: temporary).
+        host: Chroma server host for the vectors (needs ``path`` and an ``embedding``; with ``client``/``store``
+            and no ``path``, the spans are temporary).
         port: Chroma server port.
-        client: A ready Chroma client.
-        store: A ready :class:`ChromaStore` (or give ``index=``).
+        client: A ready Chroma client for the vectors.
+        store: A ready :class:`ChromaStore` (or another vector store) for the vectors.
         index: A ready :class:`CodeIndex` to retrieve from.
         collection: Chroma collection name.
         embedding: Embedding model, or ``None`` for lexical only.
         chunker: Custom chunker (``chunk_tree``); default ``ASTChunker(max_tokens, tokenizer)``.
         max_tokens: Leaf size of the default chunker.
         tokenizer: Token counter spec, used for the chunker and for ``max_context_tokens``.
-        k: Default number of hits to expand.
+        k: Default number of hits to expand (``None``: as many as fit the budget, each with its context).
         max_context_tokens: Default budget of the rendered context.
         multi_stage: Default search mode (summaries first, then leaves).
         summarizer: Optional ``summarizer(FileSummaryInput) -> str`` added to file summaries.
@@ -86,6 +93,7 @@ class CodeRetriever:
         ...
     """
 
+    @checked_arguments
     def __init__(
         self,
         *,
@@ -100,14 +108,14 @@ class CodeRetriever:
         chunker: Any = None,
         max_tokens: int = 512,
         tokenizer: Any = None,
-        k: int = 4,
+        k: int | None = None,
         max_context_tokens: int = 2048,
         multi_stage: bool = False,
         summarizer: Callable[[FileSummaryInput], str] | None = None,
         marker: str = DEFAULT_MARKER,
     ) -> None:
-        if k <= 0:
-            msg = f"k must be > 0, got {k}"
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
+            msg = f"k must be a positive integer or None (fill the budget), got {k!r}"
             raise ConfigurationError(msg)
         if max_context_tokens <= 0:
             msg = f"max_context_tokens must be > 0, got {max_context_tokens}"
@@ -116,12 +124,19 @@ class CodeRetriever:
             msg = "index= already holds its store, embedding and chunker; do not also pass path/host/client/store/embedding/chunker"
             raise ConfigurationError(msg)
         if index is None:
-            if store is None:
-                store = ChromaStore(
-                    str(path) if path is not None else None, host=host, port=port, client=client, collection=collection
-                )
+            remote = host is not None or client is not None or store is not None
+            if remote and embedding is None and not getattr(store, "embeds_itself", False):
+                msg = ("host/client/store= say where vectors go, but embedding=None keeps no vectors (a lexical index "
+                       "lives in path= alone); pass an embedding, or drop host/client/store")
+                raise ConfigurationError(msg)
+            if host is not None and path is None:
+                msg = ("a Chroma server keeps the vectors after this process ends, but the spans and the lexical index "
+                       "live in a local directory: pass path=DIR too")
+                raise ConfigurationError(msg)
+            if store is None and (host is not None or client is not None):
+                store = ChromaStore(host=host, port=port, client=client, collection=collection)
             index = CodeIndex(
-                store, embedding=embedding, chunker=chunker, max_tokens=max_tokens, tokenizer=tokenizer,
+                path, vectors=store, embedding=embedding, chunker=chunker, max_tokens=max_tokens, tokenizer=tokenizer,
                 summarizer=summarizer,
             )
         self.index = index
@@ -160,9 +175,13 @@ class CodeRetriever:
 
     # ------------------------------------------------------------------------------------------------- querying
 
-    def search(self, query: str, k: int | None = None, *, multi_stage: bool | None = None) -> SearchResult:
-        """Ranked leaf hits with scores and a confidence; see :meth:`CodeIndex.search`."""
-        return self.index.search(query, k or self.k, multi_stage=self.multi_stage if multi_stage is None else multi_stage)
+    def search(self, query: str, k: int | None = None, *, multi_stage: bool | None = None,
+               path: str | None = None, language: str | None = None, kind: str | None = None,
+               filters: SearchFilter | Mapping[str, Any] | None = None) -> SearchResult:
+        """Ranked leaf hits with scores and a confidence; see :meth:`CodeIndex.search` (filters included)."""
+        k = k or self.k or _SEARCH_K
+        return self.index.search(query, k, multi_stage=self.multi_stage if multi_stage is None else multi_stage,
+                                 path=path, language=language, kind=kind, filters=filters)
 
     def get_symbol(self, name: str, path: str | None = None) -> list[Snippet]:
         """Exact slices of a qualified symbol, no search; see :meth:`CodeIndex.get_symbol`."""
@@ -180,21 +199,30 @@ class CodeRetriever:
         *,
         multi_stage: bool | None = None,
         expand_context: bool = True,
+        path: str | None = None,
+        language: str | None = None,
+        kind: str | None = None,
+        filters: SearchFilter | Mapping[str, Any] | None = None,
     ) -> Result:
-        """Search, then expand the ``k`` best hits into a context of at most ``max_context_tokens`` tokens.
+        """Search, then expand the best hits into a context of at most ``max_context_tokens`` tokens.
 
-        Each hit comes first (all hits before any context), then, hit by hit in rank order, the header lines of its
-        enclosing scopes, the imports and module-level names it uses, and its smallest enclosing scope whole if
-        it fits, else the skeleton of its class. Pieces of one file are merged and deduplicated; what does not fit
-        is dropped, least relevant first (see :mod:`llmc_splitters.retrieval.expand`).
+        With ``k``, the ``k`` best hits: each one's core first (the hit, or when it does not fit, its part that
+        best matches the query), then, hit by hit in rank order, its header chain and the binding lines it uses,
+        then the skeleton of its class, then its enclosing scopes whole while they fit. Without ``k`` (``k=None``,
+        the default unless the retriever was given one), hits are taken in rank order, each with its header chain
+        and bindings, while they fit: the budget is filled. See :mod:`llmc_splitters.retrieval.expand`.
 
         Args:
             query: The question, identifiers or code.
-            k: Number of hits (default: the retriever's ``k``).
+            k: Number of hits (default: the retriever's ``k``; ``None``: fill the budget).
             max_context_tokens: Budget (default: the retriever's), counted with its tokenizer on the rendered
                 context, markers included.
             multi_stage: Override the search mode.
             expand_context: ``False`` returns the hits only (still within the budget).
+            path: Only files under this path prefix or matching this glob (inside the searches).
+            language: Only spans of this language.
+            kind: Only spans of this kind.
+            filters: The same filters as a :class:`SearchFilter` or a dict.
 
         Returns:
             A :class:`Result`.
@@ -203,11 +231,14 @@ class CodeRetriever:
         if budget <= 0:
             msg = f"max_context_tokens must be > 0, got {budget}"
             raise ConfigurationError(msg)
-        found = self.search(query, k, multi_stage=multi_stage)
-        contexts = [self.index.hit_context(h.span, h.score) for h in found.hits]
+        k = self.k if k is None else k
+        fill = k is None
+        found = self.search(query, _FILL_CANDIDATES if fill else k, multi_stage=multi_stage, path=path,
+                            language=language, kind=kind, filters=filters)
+        contexts = [self.index.hit_context(h.span, h.score, query) for h in found.hits]
         exp = expand(
             contexts, budget, self.tokenizer.count, cut=self.tokenizer.cut, marker=self.marker,
-            include_scopes=expand_context, include_imports=expand_context,
+            include_scopes=expand_context, include_imports=expand_context, fill=fill,
         )
         return Result(query, exp.pieces, exp.context, exp.token_count, budget, found.hits, found.confidence,
                       exp.dropped)
@@ -220,6 +251,7 @@ class CodeRetriever:
         *,
         expand_context: bool = True,
         multi_stage: bool | None = None,
+        filters: SearchFilter | Mapping[str, Any] | None = None,
     ) -> tuple[SearchResult, list[tuple[Hit, Expansion]]]:
         """Search, then give each hit its own expansion, all of them together within ``max_context_tokens``.
 
@@ -235,7 +267,7 @@ class CodeRetriever:
         if budget <= 0:
             msg = f"max_context_tokens must be > 0, got {budget}"
             raise ConfigurationError(msg)
-        found = self.search(query, k, multi_stage=multi_stage)
+        found = self.search(query, k, multi_stage=multi_stage, filters=filters)
         hits = list(found.hits)
         count = self.tokenizer.count
         bare = [
@@ -251,7 +283,7 @@ class CodeRetriever:
             room = budget - used - sum(min(b, share) for b in bare[i + 1 :])
             if room <= 0:
                 continue
-            ctx = _unseen(self.index.hit_context(hit.span, hit.score), shown, skeletons)
+            ctx = _unseen(self.index.hit_context(hit.span, hit.score, query), shown, skeletons)
             exp = expand(
                 [ctx], room, count, cut=self.tokenizer.cut, marker=self.marker,
                 include_scopes=expand_context, include_imports=expand_context,

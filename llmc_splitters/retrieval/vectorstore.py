@@ -1,29 +1,20 @@
-"""The hierarchical index over any LangChain ``VectorStore`` plus a key-value docstore, not only Chroma.
+"""The vectors of an index in any LangChain ``VectorStore``, not only Chroma.
 
-:class:`VectorStoreAdapter` implements the storage interface :class:`~llmc_splitters.retrieval.CodeIndex` uses
-(``open``, ``upsert``, ``delete``, ``ids``, ``records``, ``query``, ``count``) over two LangChain objects:
+:class:`VectorStoreAdapter` implements the vector-store protocol of :class:`~llmc_splitters.retrieval.CodeIndex`
+(:class:`~llmc_splitters.retrieval.store.VectorStore`: ``open``, ``upsert``, ``delete``, ``query``, ``count``) over a
+LangChain ``VectorStore`` (``InMemoryVectorStore``, ``Chroma``, ``Qdrant``, ``PGVector``, ...). The store embeds what
+it is given with its own model: each searched record (a leaf, a summary) is added under its span id with the text
+the index would embed (path, symbol, then the span's text) and the few keys a search filters on. Spans, parents,
+skeletons and import bindings live in the index's span store (``path=``), never in the vector store.
 
-* a ``VectorStore`` (``InMemoryVectorStore``, ``Chroma``, ``Qdrant``, ``PGVector``, ...) holds the searched records
-  (leaves and summaries) under the record's own id (a UUID string, which every common store accepts). The store
-  embeds them with its own model: the document it receives is exactly what the index would embed (path, symbol,
-  then the span's text);
-* a docstore (``BaseStore[str, Document]``: ``InMemoryStore``, or ``create_kv_docstore(LocalFileStore(...))``,
-  Redis, ...) holds every record, parents with their skeletons and the file records with their import bindings, plus
-  a per-file index (one key per record, so concurrent writers never read-modify-write a shared key).
-
-Keys are ``{namespace}/r/{id}`` (records), ``{namespace}/p/{sha1(path)}/{id}`` (per-file index) and
-``{namespace}/meta``; they use only ``[a-z0-9/-]``, as file-backed stores require.
-
-The same object is also an ingestion sink (``write``, ``delete_stale``, ``delete_paths``): see
-:class:`llmc_splitters.ingest.pipeline.LangChainSink`.
+LangChain has no common filter syntax, so a filtered search fetches ``fetch_factor`` times more neighbours and
+filters them here (widening until enough pass); Chroma (:class:`~llmc_splitters.retrieval.store.ChromaStore`)
+filters inside its search.
 
 Example:
-    >>> from langchain_core.embeddings import DeterministicFakeEmbedding
-    >>> from langchain_core.stores import InMemoryStore
     >>> from langchain_core.vectorstores import InMemoryVectorStore
-    >>> from llmc_splitters.retrieval import CodeRetriever
-    >>> vs = InMemoryVectorStore(DeterministicFakeEmbedding(size=32))
-    >>> r = CodeRetriever(index=code_index(vs, InMemoryStore()), k=1, max_context_tokens=100)
+    >>> from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding
+    >>> r = CodeRetriever(index=code_index(InMemoryVectorStore(HashingEmbedding(32))), k=1, max_context_tokens=100)
     >>> _ = r.index_texts({"m.py": "import os\\n\\ndef home():\\n    return os.environ['HOME']\\n"})
     >>> r.search("home directory").hits[0].span.name
     'home'
@@ -31,20 +22,18 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Iterable, Iterator, Sequence
+import os
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigurationError, missing_dependency
+from .filters import SearchFilter
 from .store import Record
 
-__all__ = ["StoreEmbedding", "VectorStoreAdapter", "code_index", "matches_where"]
+__all__ = ["StoreEmbedding", "VectorStoreAdapter", "code_index"]
 
-SEARCHED_ROLES = frozenset({"leaf", "summary"})
-_PAGE = 500
 _ADD_BATCH = 256
-_SLIM_KEYS = ("role", "path", "kind", "symbol", "language", "start_line", "end_line", "repository")
 
 
 def _document_cls() -> Any:
@@ -55,72 +44,11 @@ def _document_cls() -> Any:
     return Document
 
 
-def matches_where(meta: dict[str, Any], where: dict[str, Any] | None) -> bool:
-    """Evaluate a Chroma-style ``where`` filter on flat metadata in Python.
-
-    Supports ``{"key": value}``, ``{"key": {"$eq"|"$ne"|"$in"|"$nin"|"$gt"|"$gte"|"$lt"|"$lte": v}}``, ``$and`` and
-    ``$or``. A key the metadata lacks matches only ``$ne`` and ``$nin``.
-
-    Example:
-        >>> matches_where({"role": "leaf", "path": "a.py"}, {"$and": [{"role": "leaf"}, {"path": {"$in": ["a.py"]}}]})
-        True
-    """
-    if not where:
-        return True
-    for key, cond in where.items():
-        if key == "$and":
-            if not all(matches_where(meta, c) for c in cond):
-                return False
-            continue
-        if key == "$or":
-            if not any(matches_where(meta, c) for c in cond):
-                return False
-            continue
-        has = key in meta
-        v = meta.get(key)
-        if not isinstance(cond, dict):
-            cond = {"$eq": cond}
-        for op, x in cond.items():
-            ok = {
-                "$eq": lambda: has and v == x,
-                "$ne": lambda: not has or v != x,
-                "$in": lambda: has and v in x,
-                "$nin": lambda: not has or v not in x,
-                "$gt": lambda: has and v > x,
-                "$gte": lambda: has and v >= x,
-                "$lt": lambda: has and v < x,
-                "$lte": lambda: has and v <= x,
-            }.get(op)
-            if ok is None:
-                msg = f"unsupported where operator {op!r}; use $eq, $ne, $in, $nin, $gt, $gte, $lt, $lte, $and, $or"
-                raise ConfigurationError(msg)
-            if not ok():
-                return False
-    return True
-
-
-def _embed_text(document: str, meta: dict[str, Any]) -> str:
-    """What the index embeds for a searched record: for a leaf its path, symbol and text; a summary as it is."""
-    if meta.get("role") != "leaf":
-        return document
-    from ..chunking.span import Span
-    from .index import _leaf_view
-
-    raw = meta.get("span_json")
-    if not raw:
-        head = f"{meta.get('path') or ''} {meta.get('symbol') or ''}".strip()
-        return f"{head}\n{document}" if head else document
-    d = json.loads(raw)
-    d["text"] = document
-    return _leaf_view(Span.from_dict(d))
-
-
 class StoreEmbedding:
     """The embedding a :class:`~llmc_splitters.retrieval.CodeIndex` over a :class:`VectorStoreAdapter` needs.
 
-    Queries are embedded with the vector store's own model (``vectorstore.embeddings``). Document vectors are
-    computed by the vector store itself when records are added, so ``embed_documents`` returns a one-number
-    placeholder per text instead of running the model a second time.
+    Queries are embedded with the vector store's own model (``vectorstore.embeddings``); the index never calls
+    ``embed_documents`` for such a store (the store embeds what it is given), but it works: it is the model's.
 
     Args:
         vectorstore: A LangChain ``VectorStore`` with ``embeddings``.
@@ -140,24 +68,22 @@ class StoreEmbedding:
         return [float(x) for x in self._emb.embed_query(text)]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Placeholders: the vector store embeds what it stores."""
-        return [[1.0] for _ in texts]
+        """The texts' vectors, from the vector store's model."""
+        return [[float(x) for x in v] for v in self._emb.embed_documents(list(texts))]
 
 
 class VectorStoreAdapter:
-    """A :class:`~llmc_splitters.retrieval.CodeIndex` store over a LangChain ``VectorStore`` and a docstore.
+    """The vectors of a :class:`~llmc_splitters.retrieval.CodeIndex` in a LangChain ``VectorStore``.
 
     Args:
         vectorstore: Any LangChain ``VectorStore`` that upserts by id (``add_documents(docs, ids=...)`` replaces an
             existing id, as the LangChain indexing API requires) and can search by vector.
-        docstore: A LangChain ``BaseStore[str, Document]`` (``InMemoryStore``; wrap a byte store with
-            ``langchain_classic.storage.create_kv_docstore``).
-        namespace: Key prefix in the docstore (several indexes can share one store).
-        fetch_factor: How many more hits than asked to fetch from the vector store before filtering (filters run
-            on our side: LangChain has no common filter syntax).
+        namespace: A tag written on every record and required by every search and count, so that several indexes
+            can share one vector store.
+        fetch_factor: How many more neighbours than asked to fetch before filtering (see the module docstring).
 
     Raises:
-        ConfigurationError: ``namespace`` has characters other than ``[a-z0-9_-]``.
+        ConfigurationError: ``namespace`` has characters other than ``[a-zA-Z0-9_-]``.
 
     Dense search calls, in this order of preference, ``similarity_search_by_vector_with_relevance_scores``
     (Chroma: cosine similarity), ``similarity_search_with_score_by_vector`` (``InMemoryVectorStore``: cosine
@@ -165,143 +91,45 @@ class VectorStoreAdapter:
     ``similarity_search_by_vector`` (ranks only).
     """
 
-    def __init__(self, vectorstore: Any, docstore: Any, *, namespace: str = "llmc", fetch_factor: int = 4) -> None:
+    embeds_itself = True
+
+    def __init__(self, vectorstore: Any, *, namespace: str = "llmc", fetch_factor: int = 4) -> None:
         if not namespace or not all(c.isalnum() and c.isascii() or c in "_-" for c in namespace):
             msg = f"namespace must be a non-empty string of [a-zA-Z0-9_-], got {namespace!r}"
             raise ConfigurationError(msg)
         self.vectorstore = vectorstore
-        self.docstore = docstore
         self.namespace = namespace
         self.fetch_factor = max(1, int(fetch_factor))
         self.embedding_name: str | None = None
 
     def __repr__(self) -> str:
-        return (
-            f"VectorStoreAdapter({type(self.vectorstore).__name__}, {type(self.docstore).__name__}, "
-            f"namespace={self.namespace!r})"
-        )
-
-    # ------------------------------------------------------------------------------------------------------ keys
-
-    def _rkey(self, rid: str) -> str:
-        return f"{self.namespace}/r/{rid}"
-
-    def _pprefix(self, path: str) -> str:
-        h = hashlib.sha1(path.encode("utf-8", "surrogateescape")).hexdigest()[:24]  # noqa: S324 - a key, not security
-        return f"{self.namespace}/p/{h}/"
+        return f"VectorStoreAdapter({type(self.vectorstore).__name__}, namespace={self.namespace!r})"
 
     @property
     def embedding(self) -> StoreEmbedding:
         """The :class:`StoreEmbedding` to give ``CodeIndex(embedding=...)``."""
         return StoreEmbedding(self.vectorstore)
 
-    # ------------------------------------------------------------------------------------------ CodeIndex store
-
     def open(self, embedding_name: str, *, reset: bool = False) -> None:
-        """Record which vector space the docstore belongs to (and empty it with ``reset=True``).
-
-        Raises:
-            ConfigurationError: The docstore was filled for another embedding model.
-        """
-        doc_cls = _document_cls()
-        if reset:
-            self.delete(ids=list(self.ids()))
-            self.docstore.mdelete([f"{self.namespace}/meta"])
-        key = f"{self.namespace}/meta"
-        got = self.docstore.mget([key])[0]
-        stored = got.metadata.get("embedding") if got is not None else None
-        if stored is not None and stored != embedding_name:
-            msg = (
-                f"the docstore namespace {self.namespace!r} holds records for {stored!r}, not {embedding_name!r}; "
-                "use another namespace, the same model, or reset=True"
-            )
-            raise ConfigurationError(msg)
-        if stored is None:
-            self.docstore.mset([(key, doc_cls(page_content="", metadata={"embedding": embedding_name}))])
+        """Note the vector space (the index's span store records and checks it); ``reset`` is the index's job."""
+        del reset
         self.embedding_name = embedding_name
 
     def upsert(self, records: Sequence[Record]) -> None:
-        """Store records: all in the docstore (with the per-file index), the searched ones in the vector store."""
-        if not records:
-            return
+        """Add (or replace) records by id; the vector store embeds their text."""
         doc_cls = _document_cls()
-        pairs: list[tuple[str, Any]] = []
-        for r in records:
-            meta = dict(r.metadata)
-            pairs.append((self._rkey(r.id), doc_cls(page_content=r.document, metadata=meta, id=r.id)))
-            path = meta.get("path")
-            if isinstance(path, str):
-                pairs.append((self._pprefix(path) + r.id, doc_cls(page_content=r.id, metadata={"path": path})))
-        self.docstore.mset(pairs)
-        searched = [r for r in records if r.metadata.get("role") in SEARCHED_ROLES]
-        for i in range(0, len(searched), _ADD_BATCH):
-            part = searched[i : i + _ADD_BATCH]
-            docs = []
-            for r in part:
-                slim = {k: r.metadata[k] for k in _SLIM_KEYS if k in r.metadata}
-                slim["llmc_id"] = r.id
-                docs.append(doc_cls(page_content=_embed_text(r.document, r.metadata), metadata=slim, id=r.id))
+        for i in range(0, len(records), _ADD_BATCH):
+            part = records[i : i + _ADD_BATCH]
+            docs = [doc_cls(page_content=r.document, metadata={**_flat(r.metadata), "llmc_id": r.id,
+                                                               "llmc_namespace": self.namespace}, id=r.id)
+                    for r in part]
             self.vectorstore.add_documents(docs, ids=[r.id for r in part])
 
-    def _path_ids(self, path: str) -> list[str]:
-        prefix = self._pprefix(path)
-        return [k[len(prefix):] for k in self.docstore.yield_keys(prefix=prefix)]
-
-    def _get(self, ids: Sequence[str]) -> Iterator[Record]:
-        for i in range(0, len(ids), _PAGE):
-            part = list(ids[i : i + _PAGE])
-            for rid, doc in zip(part, self.docstore.mget([self._rkey(x) for x in part])):
-                if doc is not None:
-                    yield Record(rid, doc.page_content, dict(doc.metadata))
-
-    def ids(self, *, where: dict[str, Any] | None = None) -> list[str]:
-        """Ids of the records matching ``where``."""
-        if not where:
-            prefix = f"{self.namespace}/r/"
-            return [k[len(prefix):] for k in self.docstore.yield_keys(prefix=prefix)]
-        return [r.id for r in self.records(where=where)]
-
-    def records(
-        self, *, where: dict[str, Any] | None = None, embeddings: bool = False, documents: bool = True
-    ) -> Iterator[Record]:
-        """Records matching ``where`` (vectors are not kept here: ``embedding`` is always ``None``). Documents come
-        with the metadata from the docstore, so ``documents=False`` saves nothing here; it is accepted for
-        :meth:`ChromaStore.records` compatibility."""
-        del embeddings, documents  # the vector store owns the vectors
-        path = where.get("path") if where and len(where) == 1 else None
-        if isinstance(path, str):
-            ids = self._path_ids(path)
-        elif where and "$and" in where and len(where) == 1 and any(
-            isinstance(c.get("path"), str) for c in where["$and"]
-        ):
-            ids = self._path_ids(next(c["path"] for c in where["$and"] if isinstance(c.get("path"), str)))
-        else:
-            prefix = f"{self.namespace}/r/"
-            ids = [k[len(prefix):] for k in self.docstore.yield_keys(prefix=prefix)]
-        for rec in self._get(ids):
-            if matches_where(rec.metadata, where):
-                yield rec
-
-    def delete(self, *, ids: Sequence[str] | None = None, path: str | None = None) -> None:
-        """Delete records by id, or every record of one file, from both stores."""
-        todo = list(ids or ())
-        if path is not None:
-            todo.extend(self._path_ids(path))
-        if not todo:
-            return
-        recs = list(self._get(sorted(set(todo))))
-        keys = [self._rkey(x) for x in set(todo)]
-        for r in recs:
-            p = r.metadata.get("path")
-            if isinstance(p, str):
-                keys.append(self._pprefix(p) + r.id)
-        if path is not None:
-            keys.extend(self._pprefix(path) + x for x in todo)
-        vs_ids = [r.id for r in recs if r.metadata.get("role") in SEARCHED_ROLES]
-        if vs_ids:
-            for i in range(0, len(vs_ids), _ADD_BATCH):
-                self.vectorstore.delete(ids=vs_ids[i : i + _ADD_BATCH])
-        self.docstore.mdelete(sorted(set(keys)))
+    def delete(self, *, ids: Sequence[str]) -> None:
+        """Delete records by id."""
+        ids = list(ids)
+        for i in range(0, len(ids), _ADD_BATCH):
+            self.vectorstore.delete(ids=ids[i : i + _ADD_BATCH])
 
     def _search(self, vector: list[float], k: int) -> list[tuple[Any, float]]:
         vs = self.vectorstore
@@ -312,66 +140,64 @@ class VectorStoreAdapter:
         docs = vs.similarity_search_by_vector(vector, k=k)
         return [(d, 1.0 / (1 + i)) for i, d in enumerate(docs)]
 
-    def query(self, vector: list[float], n: int, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
-        """The ``n`` nearest searched records matching ``where``, as ``(id, score)``, best first."""
-        if n <= 0:
+    def query(self, vector: list[float], n: int, *, role: str = "leaf", filt: SearchFilter | None = None,
+              files: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """The ``n`` nearest records of ``role`` passing the filter, as ``(id, score)``, best first."""
+        if n <= 0 or (files is not None and not files):
             return []
+        wanted = set(files) if files is not None else None
         k = n * self.fetch_factor
         while True:
             got = self._search(vector, k)
             out = []
             for doc, score in got:
                 meta = dict(doc.metadata or {})
+                if meta.get("llmc_namespace") != self.namespace or meta.get("role") != role:
+                    continue
+                file = meta.get("file")
+                if wanted is not None and file not in wanted:
+                    continue
+                if filt is not None and not filt.matches(file, meta.get("language"), meta.get("kind")):
+                    continue
                 rid = getattr(doc, "id", None) or meta.get("llmc_id")
-                if rid and matches_where(meta, where):
+                if rid:
                     out.append((str(rid), float(score)))
             if len(out) >= n or len(got) < k:
                 return out[:n]
             k *= 4
 
     def count(self) -> int:
-        """Number of records."""
-        return sum(1 for _ in self.docstore.yield_keys(prefix=f"{self.namespace}/r/"))
-
-    # ----------------------------------------------------------------------------------------- ingestion sink
-
-    def cached(self, content_hashes: Iterable[str]) -> dict[str, tuple[list[float], dict[str, Any]]]:
-        """No embedding cache here: the vector store embeds what it stores (wrap its model in LangChain's
-        ``CacheBackedEmbeddings`` to cache)."""
-        del content_hashes
-        return {}
-
-    def write(self, records: Sequence[Record]) -> int:
-        """Upsert records; returns how many."""
-        self.upsert(records)
-        return len(records)
-
-    def delete_stale(self, items: Iterable[tuple[str, str]]) -> int:
-        """For each ``(path, file_version)``, delete the file's records of any other version; returns how many."""
-        n = 0
-        for path, version in items:
-            stale = [r.id for r in self._get(self._path_ids(path)) if r.metadata.get("file_version") != version]
-            if stale:
-                self.delete(ids=stale)
-                n += len(stale)
-        return n
-
-    def delete_paths(self, paths: Iterable[str]) -> int:
-        """Delete every record of these files; returns how many."""
-        n = 0
-        for p in paths:
-            ids = self._path_ids(p)
-            if ids:
-                self.delete(ids=ids, path=p)
-                n += len(ids)
-        return n
+        """Records of this namespace (by a search over every record: for stores that cannot count)."""
+        store = getattr(self.vectorstore, "store", None)
+        if isinstance(store, dict):  # InMemoryVectorStore
+            return sum(1 for v in store.values() if v.get("metadata", {}).get("llmc_namespace") == self.namespace)
+        get = getattr(self.vectorstore, "get", None)
+        if callable(get):
+            try:
+                return len(get(where={"llmc_namespace": self.namespace}, include=[])["ids"])
+            except Exception:  # noqa: BLE001 - not a Chroma-like get: count unknown
+                return -1
+        return -1
 
 
-def code_index(vectorstore: Any, docstore: Any, *, namespace: str = "llmc", **kwargs: Any) -> Any:
-    """A :class:`~llmc_splitters.retrieval.CodeIndex` over a LangChain vector store and docstore.
+def _flat(meta: dict[str, Any]) -> dict[str, Any]:
+    """Metadata every vector store accepts: scalars only (the ancestor directories are not needed here)."""
+    return {k: v for k, v in meta.items() if isinstance(v, (str, int, float, bool))}
+
+
+def code_index(vectorstore: Any, docstore: Any = None, *, path: str | os.PathLike[str] | None = None,
+               namespace: str = "llmc", **kwargs: Any) -> Any:
+    """A :class:`~llmc_splitters.retrieval.CodeIndex` whose vectors live in a LangChain vector store.
 
     Dense search uses the vector store's own model (see :class:`StoreEmbedding`); a store without ``embeddings``
-    gives a lexical-only index. ``kwargs`` go to ``CodeIndex`` (``chunker``, ``max_tokens``, ``tokenizer``, ...).
+    gives a lexical-only index. Spans and the lexical index live in ``path`` (a temporary directory without it).
+    ``kwargs`` go to ``CodeIndex`` (``chunker``, ``max_tokens``, ``tokenizer``, ...).
+
+    Args:
+        vectorstore: The LangChain ``VectorStore``.
+        docstore: Not used since 0.2 (spans live in the index's span store at ``path``); a warning says so.
+        path: The index directory.
+        namespace: See :class:`VectorStoreAdapter`.
 
     Raises:
         ConfigurationError: ``embedding`` is passed (the vector store's model is used).
@@ -381,6 +207,10 @@ def code_index(vectorstore: Any, docstore: Any, *, namespace: str = "llmc", **kw
     if "embedding" in kwargs:
         msg = "code_index() uses the vector store's own model; do not pass embedding="
         raise ConfigurationError(msg)
-    adapter = VectorStoreAdapter(vectorstore, docstore, namespace=namespace)
-    embedding = adapter.embedding if getattr(vectorstore, "embeddings", None) is not None else None
-    return CodeIndex(adapter, embedding=embedding, **kwargs)  # type: ignore[arg-type]
+    if docstore is not None:
+        warnings.warn("code_index(vectorstore, docstore): the docstore is not used since llmc-splitters 0.2; spans "
+                      "live in the index directory (path=)", DeprecationWarning, stacklevel=2)
+    if getattr(vectorstore, "embeddings", None) is None:
+        return CodeIndex(path, **kwargs)
+    adapter = VectorStoreAdapter(vectorstore, namespace=namespace)
+    return CodeIndex(path, vectors=adapter, embedding=adapter.embedding, **kwargs)

@@ -1,0 +1,430 @@
+"""The write path of an index: decide what changed, chunk, embed, and write each group of files in one transaction.
+
+For each file (from disk or from memory):
+
+1. **Change detection, stat first.** A file on disk whose size and modification time equal what the index recorded
+   (under the same chunking settings) is not read at all. A file whose stat changed is read and hashed; if its
+   content hash is the same, only the new stat is recorded (a ``touch`` re-indexes and re-embeds nothing).
+2. **Chunk** (in this process, or in worker processes with ``workers > 1``) and lay the file out
+   (:func:`~llmc_splitters.retrieval.records.build_file`).
+3. **Embed**, batched across the files of a group. Views whose vector is already cached (by content hash: the
+   same text embedded before, by this or an interrupted run, under any path) are not embedded again; new vectors
+   are cached at once, in their own transaction, so no run pays for them twice.
+4. **Write** a group (up to 32 files / 4,000 rows) in one span-store transaction, then bring the lexical index and
+   the vector store up to date and clear the group's ``pending`` rows (see :mod:`.spanstore`).
+
+SIGINT and SIGTERM during a run do not throw work away: the file being prepared is finished, every prepared file is
+written, and :class:`IndexInterrupted` (a ``KeyboardInterrupt``) says how many files were kept. A SIGKILL loses at
+most the files of the group in flight; the next run finds them unchanged-but-missing and redoes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..chunking.inputs import decode
+from ..chunking.span import SpanTree
+from ..errors import ConfigurationError, LlmcError
+from .lexical_index import LexDoc, lexical_text
+from .records import PreparedFile, build_file, embed_source, sha
+from .spanstore import LEXICAL, VECTORS, SpanRow
+from .store import Record, vector_metadata
+from .workers import chunk, chunk_in_processes
+
+if TYPE_CHECKING:
+    from .index import CodeIndex
+
+__all__ = ["IndexInterrupted", "IndexReport", "Indexer", "Item", "read_text", "stat_of"]
+
+_GROUP_FILES = 32
+_GROUP_ROWS = 4000
+_EMBED_BATCH = 64
+# A lexical-index commit syncs the disk (~0.1 s): groups written within this many seconds share one.
+_LEXICAL_COMMIT_SECONDS = 1.0
+
+
+@dataclass(slots=True)
+class IndexReport:
+    """What an indexing call changed.
+
+    Attributes:
+        added: Files indexed for the first time.
+        updated: Files whose content changed and were re-indexed.
+        unchanged: Files skipped (same stat, or same content hash).
+        removed: Files whose records were deleted.
+        spans: Rows written.
+        embedded: Texts sent to the embedding model.
+        reused: Vectors reused (their embedded text was embedded before).
+        bytes_read: Bytes of file content read from disk (0 when every stat matched).
+        failed: ``path -> reason`` for files that could not be read, decoded (binary data) or chunked, or whose
+            rows could not be written. Such a file keeps the version indexed before, if any.
+        interrupted: ``"SIGINT"``/``"SIGTERM"`` when the run was stopped (every prepared file was kept).
+        split: ``path -> how`` for files that were not parsed whole: cut by lines and tokens (over the chunker's
+            ``max_file_bytes``), parsed in windows (over ~1 MB), or degraded (a syntax error over most of the file).
+    """
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    spans: int = 0
+    embedded: int = 0
+    reused: int = 0
+    bytes_read: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    interrupted: str | None = None
+    split: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def written(self) -> int:
+        """Files written (added + updated)."""
+        return len(self.added) + len(self.updated)
+
+
+class IndexInterrupted(KeyboardInterrupt):
+    """An indexing run was stopped by SIGINT or SIGTERM after writing every file it had prepared.
+
+    Attributes:
+        report: What the run did before it stopped (``report.added``/``updated`` are kept in the index).
+        signal_name: ``"SIGINT"`` or ``"SIGTERM"``.
+    """
+
+    def __init__(self, report: IndexReport, signal_name: str) -> None:
+        super().__init__(f"indexing interrupted by {signal_name} after {report.written} files were written")
+        self.report = report
+        self.signal_name = signal_name
+
+
+@dataclass(slots=True)
+class Item:
+    """A file to index: its stored path, and its text, or the file on disk to read it from (only when its stat
+    says it may have changed)."""
+
+    path: str
+    text: str | None = None
+    source: Path | None = None
+    stat: tuple[int, int] | None = None
+
+
+class _StopFlag:
+    """SIGINT/SIGTERM set a flag instead of raising, while a run is in progress (main thread only)."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopFlag:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    self._old[sig] = signal.signal(sig, self._handle)
+                except (ValueError, OSError):  # an embedded interpreter that owns its signals
+                    continue
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signal_name is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # a second Ctrl-C: stop now (the group in flight is redone next run)
+        self.signal_name = signal.Signals(signum).name
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+class Indexer:
+    """The write path of one :class:`~llmc_splitters.retrieval.CodeIndex` (see the module docstring)."""
+
+    def __init__(self, index: CodeIndex) -> None:
+        self.index = index
+        self.store = index.span_store
+        self._uncommitted: list[str] = []  # files written to the lexical index since its last commit
+        self._last_commit = time.monotonic()
+
+    # ------------------------------------------------------------------------------------------- the stream
+
+    def run(self, items: Iterable[Item], report: IndexReport, workers: int) -> None:
+        """Index ``items``; failures go to the report. Raises :class:`IndexInterrupted` on SIGINT/SIGTERM."""
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            msg = f"workers must be a positive integer (1: chunk in this process), got {workers!r}"
+            raise ConfigurationError(msg)
+        self.catch_up()
+        markers = self.store.markers()
+        fp = self.index.settings_fingerprint
+        with _StopFlag() as stop, self._committing():
+            todo = self._changed(items, markers, fp, report, stop)
+            source: Iterable[tuple[Item, SpanTree | str | None]]
+            if workers == 1:
+                source = ((it, None) for it in todo)
+            else:
+                payload = self.index._chunker_payload(workers)
+                texts = {}
+
+                def pairs() -> Iterator[tuple[str, str]]:
+                    for it in todo:
+                        texts[it.path] = it
+                        yield it.path, it.text or ""
+
+                source = ((texts.pop(p), outcome) for p, _, outcome in chunk_in_processes(payload, pairs(), workers))
+            group: list[PreparedFile] = []
+            for it, outcome in source:
+                if isinstance(outcome, str):
+                    report.failed[it.path] = outcome
+                    continue
+                try:
+                    tree = outcome if outcome is not None else chunk(self.index.chunker, it.path, it.text or "")
+                    how = _split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass")))
+                    if how:
+                        report.split[it.path] = how
+                    prepared = build_file(it.path, it.text or "", tree, file_hash=sha(it.text or ""), settings=fp,
+                                          stat=it.stat, summarizer=self.index.summarizer,
+                                          view=self.index._view if self.index.embedding is not None else None)
+                except LlmcError as exc:
+                    report.failed[it.path] = str(exc)
+                    continue
+                prepared.update = it.path in markers
+                group.append(prepared)
+                if len(group) >= _GROUP_FILES or sum(len(g.write.rows) for g in group) >= _GROUP_ROWS:
+                    self.flush(group, report)
+                if stop.signal_name is not None:
+                    break
+            self.flush(group, report)
+            self.store.set_failed(report.failed)
+            if stop.signal_name is not None:
+                report.interrupted = stop.signal_name
+                raise IndexInterrupted(report, stop.signal_name)
+
+    def _changed(self, items: Iterable[Item], markers: dict[str, Any], fp: str, report: IndexReport,
+                 stop: _StopFlag) -> Iterator[Item]:
+        """The items that must be (re-)indexed, texts loaded; unchanged ones go to the report."""
+        seen: set[str] = set()
+        errors = getattr(self.index.chunker, "errors", "fallback")
+        errors = errors if errors in ("fallback", "strict") else "fallback"
+        for it in items:
+            if stop.signal_name is not None:
+                return
+            if it.path in seen:
+                continue
+            seen.add(it.path)
+            m = markers.get(it.path)
+            if it.source is not None:  # on disk: stat first, read only when the stat changed
+                it.stat = stat_of(it.source)
+                if m is not None and it.stat is not None and m.settings == fp and (m.size, m.mtime_ns) == it.stat:
+                    report.unchanged.append(it.path)
+                    continue
+                text, failure, n = read_text(it.source, errors)
+                report.bytes_read += n
+                if text is None:
+                    if failure is not None:
+                        report.failed[it.path] = failure
+                    elif self.remove([it.path]):  # gone since it was listed
+                        report.removed.append(it.path)
+                    continue
+                it.text = text
+            if m is not None and m.settings == fp and m.hash == sha(it.text):
+                if it.stat is not None and (m.size, m.mtime_ns) != it.stat:
+                    self.store.touch(it.path, *it.stat)
+                report.unchanged.append(it.path)
+                continue
+            yield it
+
+    # -------------------------------------------------------------------------------------------- one group
+
+    def flush(self, group: list[PreparedFile], report: IndexReport) -> None:
+        """Embed, write and publish a group of prepared files; ``group`` is emptied.
+
+        A file whose text the model keeps failing on, or a group the store cannot write, is reported failed and
+        keeps its previous version (nothing of it is half-written).
+        """
+        if not group:
+            return
+        dense = self.index.dense
+        try:
+            self._embed(group, report)
+            paths = [g.path for g in group]
+            self.store.write_files([g.write for g in group], pending=LEXICAL | (VECTORS if dense else 0))
+        except LlmcError as exc:
+            for g in group:
+                report.failed[g.path] = f"could not write the records of {g.path}: {exc}"
+            group.clear()
+            return
+        for g in group:
+            report.spans += len(g.write.rows)
+            (report.updated if g.update else report.added).append(g.path)
+        self._publish_lexical(paths, [d for g in group for d in g.leaves], [d for g in group for d in g.summaries])
+        if dense:
+            self.index.vectors.upsert([self._vector_record(g.write.rows[i], vtext, v) for g in group
+                                       for i, vtext, v in self._vectors(g)])
+            self._delete_stale()
+            self.store.done(paths, VECTORS)
+        group.clear()
+        if time.monotonic() - self._last_commit >= _LEXICAL_COMMIT_SECONDS:
+            self.commit_lexical()
+
+    def commit_lexical(self) -> None:
+        """Commit the lexical indexes and clear the outbox rows of the files they now hold."""
+        self.index.lexical("leaf").commit()
+        self.index.lexical("summary").commit()
+        self._last_commit = time.monotonic()
+        waiting, self._uncommitted = self._uncommitted, []
+        self.store.done(waiting, LEXICAL)
+
+    @contextlib.contextmanager
+    def _committing(self) -> Iterator[None]:
+        """Whatever happens in the block, what reached the lexical index is committed at its end (every file
+        written so far is complete in the span store, so it may be searched)."""
+        try:
+            yield
+        finally:
+            if self._uncommitted:
+                self.commit_lexical()
+
+    def _delete_stale(self) -> None:
+        stale = self.store.stale_ids()
+        if stale:
+            self.index.vectors.delete(ids=stale)
+            self.store.drop_stale(stale)
+
+    def _embed(self, group: list[PreparedFile], report: IndexReport) -> None:
+        """Fill the vector cache for every view of the group (cached views are not embedded again)."""
+        emb = self.index.embedding
+        if emb is None or getattr(self.index.vectors, "embeds_itself", False):
+            return  # lexical only, or a vector store that embeds what it stores
+        want = {eh: vtext for g in group for _, vtext, eh in g.views}
+        if not want:
+            return
+        cached = self.store.cached_vectors(want)
+        report.reused += sum(1 for g in group for _, _, eh in g.views if eh in cached)
+        todo = [(eh, vtext) for eh, vtext in want.items() if eh not in cached]
+        for i in range(0, len(todo), _EMBED_BATCH):
+            part = todo[i : i + _EMBED_BATCH]
+            vecs = emb.embed_documents([v for _, v in part])
+            if len(vecs) != len(part):
+                msg = f"the embedding model returned {len(vecs)} vectors for {len(part)} texts"
+                raise LlmcError(msg)
+            self.store.cache_vectors({eh: [float(x) for x in v] for (eh, _), v in zip(part, vecs)})
+            report.embedded += len(part)
+
+    def _vectors(self, g: PreparedFile) -> Iterator[tuple[int, str, list[float] | None]]:
+        """``(row index, embedded text, vector)`` of a prepared file (no vector for a store that embeds)."""
+        if getattr(self.index.vectors, "embeds_itself", False):
+            for i, vtext, _ in g.views:
+                yield i, vtext, None
+            return
+        cached = self.store.cached_vectors({eh for _, _, eh in g.views})
+        for i, vtext, eh in g.views:
+            yield i, vtext, cached[eh]
+
+    @staticmethod
+    def _vector_record(row: SpanRow, text: str, vector: list[float] | None) -> Record:
+        s = row.span
+        return Record(s.id, text, vector_metadata(row.file, row.role, s.language, s.kind), vector)
+
+    def _publish_lexical(self, paths: list[str], leaves: list[LexDoc], summaries: list[LexDoc]) -> None:
+        self.index.lexical("leaf").replace(paths, leaves, commit=False)
+        self.index.lexical("summary").replace(paths, summaries, commit=False)
+        self._uncommitted.extend(paths)
+
+    # ------------------------------------------------------------------------------------------- removals
+
+    def remove(self, paths: Iterable[str]) -> list[str]:
+        """Delete files from every engine; returns the paths that were indexed."""
+        paths = [p for p in dict.fromkeys(paths)]
+        if not paths:
+            return []
+        known = set(self.store.paths()) | set(self.store.pending(LEXICAL | VECTORS))
+        dense = self.index.dense
+        self.store.remove_files(paths, pending=LEXICAL | (VECTORS if dense else 0))
+        with self._committing():
+            self._publish_lexical(paths, [], [])
+            if dense:
+                self._delete_stale()
+                self.store.done(paths, VECTORS)
+        self.store.clear_failed(paths)
+        return [p for p in paths if p in known]
+
+    # ----------------------------------------------------------------------------------------------- replay
+
+    def catch_up(self) -> None:
+        """Bring the lexical index and the vector store up to date with files a dead run left ``pending``."""
+        lex = self.store.pending(LEXICAL)
+        for i in range(0, len(lex), _GROUP_FILES):
+            part = lex[i : i + _GROUP_FILES]
+            leaves: list[LexDoc] = []
+            summaries: list[LexDoc] = []
+            for path in part:
+                for r in self.store.searched(path):
+                    s = r.span
+                    crumb = s.metadata.get("breadcrumb") if r.role == "leaf" else ""
+                    doc = LexDoc(s.id, r.file, s.language, s.kind,
+                                 lexical_text(s.path, s.name if r.role == "leaf" else None, crumb, s.text))
+                    (leaves if r.role == "leaf" else summaries).append(doc)
+            with self._committing():
+                self._publish_lexical(part, leaves, summaries)
+        vec = self.store.pending(VECTORS)
+        if not vec:
+            if self.index.dense:
+                self._delete_stale()
+            return
+        if not self.index.dense:
+            self.store.done(vec, VECTORS)
+            return
+        embeds = getattr(self.index.vectors, "embeds_itself", False)
+        for i in range(0, len(vec), _GROUP_FILES):
+            part = vec[i : i + _GROUP_FILES]
+            rows = [r for p in part for r in self.store.searched(p) if r.embed_hash]
+            views = {r.span.id: self.index._view(embed_source(r.span, r.role), {})[0] for r in rows}
+            cached = {} if embeds else self.store.cached_vectors({r.embed_hash for r in rows if r.embed_hash})
+            missing = [r for r in rows if not embeds and r.embed_hash not in cached]
+            if missing:  # vectors are cached before their rows are written: only a cache emptied by hand gets here
+                vecs = self.index.embedding.embed_documents([views[r.span.id] for r in missing])  # type: ignore[union-attr]
+                cached.update({r.embed_hash: [float(x) for x in v] for r, v in zip(missing, vecs) if r.embed_hash})
+            self.index.vectors.upsert([self._vector_record(r, views[r.span.id], cached.get(r.embed_hash or ""))
+                                       for r in rows])
+            self.store.done(part, VECTORS)
+        self._delete_stale()
+
+
+def _split_note(tree: SpanTree, nbytes: int) -> str | None:
+    """How a file was cut when it was not parsed whole (from its root span's metadata)."""
+    md = tree.root.metadata
+    mb = f"{nbytes / 1e6:.1f} MB"
+    if md.get("fallback") == "too_large":
+        return f"{mb}, over the chunker's max_file_bytes: not parsed, cut by lines and tokens"
+    if md.get("windows"):
+        return f"{mb}: parsed and chunked in {md['windows']} windows of about 1 MB, one tree at a time"
+    if md.get("degraded") == "wide_error":
+        return f"{mb}: a syntax error spans most of the file: cut by lines and tokens inside it"
+    return None
+
+
+def read_text(path: Path, errors: str) -> tuple[str | None, str | None, int]:
+    """``(text, failure, bytes read)`` of a file on disk, decoded by the chunker's policy."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, None, 0
+    except OSError as exc:
+        return None, f"could not read {path}: {type(exc).__name__}: {exc}", 0
+    try:
+        return decode(data, errors).text, None, len(data)
+    except LlmcError as exc:
+        return None, f"skipped: {exc}", len(data)
+
+
+def stat_of(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """``(size, mtime_ns)`` of a file, or ``None`` when it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+

@@ -1,0 +1,744 @@
+"""The span store: every span, file marker, import binding and cached vector of an index, in one SQLite file.
+
+A query reads only what it returns: spans by id, a file's leaves by byte range, a symbol by name, and a file's
+import bindings are indexed lookups, so nothing is loaded up front and memory does not grow with the index.
+
+Tables (format :data:`FORMAT`)::
+
+    meta(key, value)            format, embedding identity, last update
+    files(path, ...)            one row per complete file: content hash, settings, stat, counts, import bindings
+    spans(rid, id, ...)         leaves (text stored), parents (text rebuilt from the leaves), summaries (text stored);
+                                a rowid table: its rows are far bigger than a WITHOUT ROWID table stores well
+    vectors(hash, vector)       embedded views by content hash (float32): re-runs and edits re-embed nothing twice
+    pending(path, what)         files whose lexical index / vectors still have to follow this store (outbox)
+    stale(id)                   vector ids of replaced or removed rows, still to delete from the vector store
+    failed(path, reason, at)    files the last runs could not index, with the reason
+
+A file is *complete* when its ``files`` row is there. Each file's rows are replaced in one transaction together
+with its ``files`` row and a ``pending`` row, so a reader (another thread or process: WAL mode) sees either the
+old version or the new one, never a half-written file, and a run killed at any point leaves every file complete.
+The lexical index and the vector store follow after the commit; until they have, their hits of ids that are no
+longer here are ignored, and the ``pending`` rows let the next writer replay what they missed.
+
+Leaves tile their document exactly, so the text of any byte range (a parent, a line range) is rebuilt from the
+leaves that overlap it: the file text is never stored twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..chunking.span import Span
+from ..errors import ConfigurationError, LlmcError
+
+__all__ = ["FORMAT", "FileMarker", "SpanRow", "SpanStore", "StoreError", "IndexNotFoundError"]
+
+FORMAT = "llmc-index/2"
+DB_FILE = "llmc.sqlite3"
+LEXICAL = 1
+VECTORS = 2
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS files(
+    path TEXT PRIMARY KEY, hash TEXT NOT NULL, settings TEXT NOT NULL, language TEXT NOT NULL,
+    size INTEGER, mtime_ns INTEGER, n_spans INTEGER NOT NULL, n_leaves INTEGER NOT NULL,
+    bindings TEXT NOT NULL, indexed_at REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS spans(
+    rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, file TEXT NOT NULL, path TEXT NOT NULL, role TEXT NOT NULL, kind TEXT NOT NULL,
+    name TEXT, tail TEXT, language TEXT NOT NULL,
+    start_byte INTEGER NOT NULL, end_byte INTEGER NOT NULL, start_char INTEGER NOT NULL, end_char INTEGER NOT NULL,
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, parent_id TEXT, token_count INTEGER NOT NULL,
+    text TEXT, metadata TEXT NOT NULL, embed_hash TEXT);
+CREATE INDEX IF NOT EXISTS spans_by_file ON spans(file);
+CREATE INDEX IF NOT EXISTS spans_by_path ON spans(path, role, start_byte);
+CREATE INDEX IF NOT EXISTS spans_by_name ON spans(name) WHERE name IS NOT NULL;
+CREATE INDEX IF NOT EXISTS spans_by_tail ON spans(tail) WHERE tail IS NOT NULL;
+CREATE INDEX IF NOT EXISTS spans_by_parent ON spans(parent_id) WHERE parent_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS vectors(hash TEXT PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pending(path TEXT PRIMARY KEY, what INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS stale(id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS failed(path TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
+"""
+
+_SPAN_COLUMNS = ("id, file, path, role, kind, name, language, start_byte, end_byte, start_char, end_char, "
+                 "start_line, end_line, parent_id, token_count, text, metadata, embed_hash")
+
+
+class StoreError(LlmcError):
+    """A store failed or cannot be used (corrupt or locked file, unreachable server, another format)."""
+
+
+class IndexNotFoundError(StoreError):
+    """An index was opened to be read, but there is none at that location."""
+
+
+@dataclass(slots=True)
+class SpanRow:
+    """One span as stored: the span (for parents, ``text`` is empty: rebuilt from the leaves on read), its role,
+    the file it belongs to, and the hash of its embedded view (``None`` when it is not embedded)."""
+
+    span: Span
+    role: str
+    file: str
+    embed_hash: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileMarker:
+    """A complete file as the store records it."""
+
+    path: str
+    hash: str
+    settings: str
+    language: str
+    size: int | None
+    mtime_ns: int | None
+    n_spans: int
+    n_leaves: int
+    indexed_at: float
+
+
+@dataclass(slots=True)
+class FileWrite:
+    """Everything one file's transaction writes: its marker, its rows, and the import bindings of each of its
+    documents (the file, or each cell of a notebook) by document path."""
+
+    marker: FileMarker
+    rows: list[SpanRow]
+    bindings: dict[str, list[dict[str, Any]]]
+
+
+def _db_text(text: str) -> str | bytes:
+    """A text as SQLite stores it: UTF-8, or, for a text with lone surrogates (read with ``surrogateescape``),
+    its bytes with the surrogates kept (``surrogatepass``), so that nothing is lost."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def _span_from(row: Sequence[Any], text: str | None = None) -> tuple[Span, str, str, str | None]:
+    (sid, file, path, role, kind, name, language, sb, eb, sc, ec, sl, el, parent, tokens, stored, meta,
+     embed_hash) = row
+    if isinstance(stored, bytes):
+        stored = stored.decode("utf-8", "surrogatepass")
+    if isinstance(meta, bytes):
+        meta = meta.decode("utf-8", "surrogatepass")
+    span = Span(sid, path, language, kind, name, stored if text is None else text, sb, eb, sc, ec, sl, el, parent,
+                tokens, json.loads(meta))
+    return span, role, file, embed_hash
+
+
+def pack_vector(vector: Sequence[float]) -> bytes:
+    """A vector as float32 bytes."""
+    return array("f", vector).tobytes()
+
+
+def unpack_vector(blob: bytes) -> list[float]:
+    """Inverse of :func:`pack_vector`."""
+    out = array("f")
+    out.frombytes(blob)
+    return out.tolist()
+
+
+class SpanStore:
+    """The SQLite store of an index (see the module docstring).
+
+    Args:
+        path: The index directory (its ``llmc.sqlite3`` holds everything here), or ``None`` for a private store in
+            a temporary directory removed when the store is closed or collected.
+        create: Create the index when it does not exist. ``False`` raises :class:`IndexNotFoundError` instead, so
+            that a mistyped path is reported instead of silently starting an empty index.
+        timeout: Seconds a write waits for another process's write to end before it fails with
+            :class:`StoreError` (default ``$LLMC_LOCK_TIMEOUT``, else 30).
+
+    Raises:
+        IndexNotFoundError: ``create=False`` and there is no index at ``path``.
+        StoreError: The file is not an llmc index of this format, is corrupt, or is locked past the timeout.
+
+    Example:
+        >>> store = SpanStore(None)
+        >>> store.paths()
+        []
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True,
+                 timeout: float | None = None) -> None:
+        self.timeout = float(os.environ.get("LLMC_LOCK_TIMEOUT", "30")) if timeout is None else float(timeout)
+        self._tmp = None
+        if path is None:
+            import tempfile
+            import weakref
+
+            self._tmp = tempfile.TemporaryDirectory(prefix="llmc-index-")
+            self._finalizer = weakref.finalize(self, self._tmp.cleanup)
+            path = self._tmp.name
+        self.dir = Path(path)
+        self.file = self.dir / DB_FILE
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        self._closed = False
+        self._on_create: dict[str, str] = {}
+        if not self.file.is_file():
+            if not create:
+                hint = "" if self.dir.exists() else " (the directory does not exist)"
+                msg = f"no index at {self.dir}{hint}; build one first (llmc-splitters index PATH --db {self.dir})"
+                raise IndexNotFoundError(msg)
+            self._check_not_old_format()
+            if self._tmp is None:
+                return  # created by the first write: a search of a mistyped path must not leave an empty index
+        self._open()
+
+    @property
+    def exists(self) -> bool:
+        """Whether the index file exists (a store opened to be created is made by its first write)."""
+        return self.file.is_file()
+
+    def _open(self) -> None:
+        """Create the directory and the tables when missing, and check the format."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if not self.file.is_file():
+            self._create()
+        conn = self._conn()
+        try:
+            with conn:
+                conn.executescript(_SCHEMA)
+                got = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+                if got is None:
+                    conn.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+                    conn.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)", list(self._on_create.items()))
+                elif got[0] != FORMAT:
+                    msg = (f"{self.file} holds an index of format {got[0]!r}, not {FORMAT!r}: rebuild it with "
+                           "`llmc-splitters index PATH --reset` (or CodeIndex(..., reset=True))")
+                    raise StoreError(msg)
+        except sqlite3.DatabaseError as exc:
+            raise self._error("open", exc) from exc
+
+    def _create(self) -> None:
+        """Write an empty index to a file of its own, then link it in place: a reader in another thread or process
+        sees no index or one with its tables, never a file still without them. When two writers create the same
+        index at once, the first link wins and the other's file is dropped."""
+        tmp = self.dir / f".{DB_FILE}.{os.getpid()}.{threading.get_ident()}.new"
+        try:
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(_SCHEMA)
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+                conn.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)", list(self._on_create.items()))
+                conn.execute("COMMIT")
+            finally:
+                conn.close()  # a clean close folds the WAL into the file: the file alone is the index
+            try:
+                os.link(tmp, self.file)
+            except FileExistsError:
+                pass  # created meanwhile by another writer: use theirs
+            except OSError:  # a file system without hard links
+                if not self.file.exists():
+                    os.replace(tmp, self.file)
+        except sqlite3.DatabaseError as exc:
+            raise self._error("create", exc) from exc
+        finally:
+            for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+                leftover.unlink(missing_ok=True)
+
+    def require(self) -> None:
+        """Raise :class:`IndexNotFoundError` unless the index exists (for a query: nothing is created)."""
+        if not self.exists:
+            msg = (f"no index at {self.dir}: nothing was indexed there (index files first, or check the path; "
+                   f"llmc-splitters index PATH --db {self.dir})")
+            raise IndexNotFoundError(msg)
+
+    def set_meta_on_create(self, key: str, value: str) -> None:
+        """A setting the index records when its file is created (or now, when it exists)."""
+        if self.exists:
+            self.set_meta(key, value)
+        else:
+            self._on_create[key] = value
+
+    def _check_not_old_format(self) -> None:
+        if (self.dir / "chroma.sqlite3").is_file():
+            msg = (f"{self.dir} holds an index written by llmc-splitters 0.1 (everything in Chroma); this version keeps "
+                   "spans in llmc.sqlite3 and vectors in Chroma. Rebuild it: `llmc-splitters index PATH --db "
+                   f"{self.dir} --reset` (or CodeIndex(path, reset=True))")
+            raise StoreError(msg)
+
+    def __repr__(self) -> str:
+        return f"SpanStore({str(self.dir) if self._tmp is None else 'temporary'!r})"
+
+    @property
+    def temporary(self) -> bool:
+        """Whether this store lives in a private temporary directory."""
+        return self._tmp is not None
+
+    # ------------------------------------------------------------------------------------------ connections
+
+    def _conn(self) -> sqlite3.Connection:
+        """This thread's connection (WAL mode: readers never block the writer, nor it them)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise StoreError(f"{self!r} is closed")
+            try:
+                conn = sqlite3.connect(self.file, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            except sqlite3.DatabaseError as exc:
+                raise self._error("open", exc) from exc
+            # isolation_level=None: autocommit, transactions are explicit (BEGIN IMMEDIATE in _transaction).
+            self._local.conn = conn
+        return conn
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read of this thread inside the block sees one committed state of the index.
+
+        A query reads several times (its hits, then their parents, their file's bindings, the leaves of a range):
+        outside a snapshot each read sees the latest commit, so a file rewritten between two reads can pair a hit
+        of its old version with the import bindings of its new one. Inside, the reads share one read transaction
+        (WAL mode: writers in other threads and processes go on, and their commits become visible after the
+        block). Blocks nest; this thread must not write inside one.
+        """
+        depth = getattr(self._local, "snapshot", 0)
+        if depth or not self.exists:  # nested, or nothing to read yet
+            yield
+            return
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN DEFERRED")  # the snapshot is taken by the first read
+        except sqlite3.DatabaseError as exc:
+            raise self._error("read", exc) from exc
+        self._local.snapshot = 1
+        try:
+            yield
+        finally:
+            self._local.snapshot = 0
+            with contextlib.suppress(sqlite3.DatabaseError):
+                conn.execute("COMMIT")
+
+    def _error(self, what: str, exc: BaseException) -> StoreError:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            why = "it is locked by another process that writes to it (try again when that run ends)"
+        elif "not a database" in text or "malformed" in text or "file is encrypted" in text:
+            why = f"it is not a readable llmc index ({text}); rebuild it with `llmc-splitters index PATH --reset`"
+        else:
+            why = f"{type(exc).__name__}: {text}"
+        return StoreError(f"could not {what} {self.file}: {why}")
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        if getattr(self._local, "conn", None) is None and not self.exists:
+            return []  # not created yet: holds nothing
+        try:
+            return self._conn().execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._error("read", exc) from exc
+
+    def close(self) -> None:
+        """Close this thread's connection (other threads' connections close when they are collected)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+        if self._tmp is not None:
+            self._closed = True
+            self._finalizer()
+
+    # ------------------------------------------------------------------------------------------------- meta
+
+    def get_meta(self, key: str) -> str | None:
+        """A stored setting (``embedding``, ``updated_at``, ...)."""
+        got = self._read("SELECT value FROM meta WHERE key = ?", (key,))
+        return got[0][0] if got else self._on_create.get(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a setting."""
+        with self._transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # ------------------------------------------------------------------------------------------------ writes
+
+    class _Tx:
+        def __init__(self, store: SpanStore) -> None:
+            self.store = store
+
+        def __enter__(self) -> sqlite3.Connection:
+            if getattr(self.store._local, "snapshot", 0):
+                msg = f"{self.store!r}: a write inside a read snapshot (SpanStore.snapshot) of the same thread"
+                raise StoreError(msg)
+            self.store._write_lock.acquire()
+            if not self.store.exists:
+                try:
+                    self.store._open()
+                except BaseException:
+                    self.store._write_lock.release()
+                    raise
+            conn = self.store._conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as exc:
+                self.store._write_lock.release()
+                raise self.store._error("write to", exc) from exc
+            return conn
+
+        def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+            conn = self.store._conn()
+            try:
+                if exc_type is None:
+                    try:
+                        conn.execute("COMMIT")
+                    except sqlite3.DatabaseError as err:
+                        conn.execute("ROLLBACK")
+                        raise self.store._error("write to", err) from err
+                else:
+                    conn.execute("ROLLBACK")
+                    if isinstance(exc, sqlite3.DatabaseError):
+                        raise self.store._error("write to", exc) from exc
+            finally:
+                self.store._write_lock.release()
+            return False
+
+    def _transaction(self) -> SpanStore._Tx:
+        return SpanStore._Tx(self)
+
+    def write_files(self, writes: Sequence[FileWrite], *, pending: int) -> None:
+        """Replace the rows of each file of ``writes`` and mark it ``pending`` (bits :data:`LEXICAL`,
+        :data:`VECTORS`) for the engines that follow this store, all in one transaction."""
+        if not writes:
+            return
+        now = time.time()
+        with self._transaction() as conn:
+            for w in writes:
+                m = w.marker
+                if pending & VECTORS:
+                    new = {r.span.id for r in w.rows}
+                    conn.executemany("INSERT OR IGNORE INTO stale VALUES (?)", [
+                        (r[0],) for r in conn.execute("SELECT id FROM spans WHERE file = ? AND role != 'parent'",
+                                                      (m.path,)) if r[0] not in new])
+                conn.execute("DELETE FROM spans WHERE file = ?", (m.path,))
+                conn.executemany(
+                    f"INSERT OR REPLACE INTO spans ({_SPAN_COLUMNS}, tail) VALUES "
+                    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (_row_tuple(r) for r in w.rows),
+                )
+                conn.execute(
+                    "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (m.path, m.hash, m.settings, m.language, m.size, m.mtime_ns, m.n_spans, m.n_leaves,
+                     _db_text(json.dumps(w.bindings, ensure_ascii=False)), m.indexed_at),
+                )
+                conn.execute("DELETE FROM failed WHERE path = ?", (m.path,))
+                if pending:
+                    conn.execute("INSERT INTO pending VALUES (?, ?) ON CONFLICT(path) DO UPDATE SET what = what | ?",
+                                 (m.path, pending, pending))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)", (repr(now),))
+
+    def remove_files(self, paths: Iterable[str], *, pending: int) -> None:
+        """Delete every row of these files in one transaction (their vector ids become ``stale``)."""
+        paths = list(paths)
+        if not paths:
+            return
+        with self._transaction() as conn:
+            for p in paths:
+                if pending & VECTORS:
+                    conn.execute("INSERT OR IGNORE INTO stale SELECT id FROM spans WHERE file = ? AND role != 'parent'",
+                                 (p,))
+                conn.execute("DELETE FROM spans WHERE file = ?", (p,))
+                conn.execute("DELETE FROM files WHERE path = ?", (p,))
+                if pending:
+                    conn.execute("INSERT INTO pending VALUES (?, ?) ON CONFLICT(path) DO UPDATE SET what = what | ?",
+                                 (p, pending, pending))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)", (repr(time.time()),))
+
+    def touch(self, path: str, size: int, mtime_ns: int) -> None:
+        """Record a new stat for a file whose content did not change (a ``touch``: nothing is re-indexed)."""
+        with self._transaction() as conn:
+            conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path))
+
+    def set_failed(self, failures: Mapping[str, str]) -> None:
+        """Record files that could not be indexed (cleared when one is indexed or removed)."""
+        if not failures:
+            return
+        now = time.time()
+        with self._transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO failed VALUES (?, ?, ?)",
+                             [(p, r, now) for p, r in failures.items()])
+
+    def clear_failed(self, paths: Iterable[str]) -> None:
+        """Forget failures of files that are gone."""
+        with self._transaction() as conn:
+            conn.executemany("DELETE FROM failed WHERE path = ?", [(p,) for p in paths])
+
+    def failed(self) -> dict[str, str]:
+        """``path -> reason`` of the files that could not be indexed."""
+        return dict(self._read("SELECT path, reason FROM failed ORDER BY path"))
+
+    # ---------------------------------------------------------------------------------------------- outbox
+
+    def pending(self, what: int) -> list[str]:
+        """Files whose ``what`` engine (:data:`LEXICAL` or :data:`VECTORS`) has not caught up yet."""
+        return [r[0] for r in self._read("SELECT path FROM pending WHERE what & ? ORDER BY path", (what,))]
+
+    def done(self, paths: Iterable[str], what: int) -> None:
+        """The ``what`` engine has caught up with these files."""
+        paths = list(paths)
+        if not paths:
+            return
+        with self._transaction() as conn:
+            conn.executemany("UPDATE pending SET what = what & ~? WHERE path = ?", [(what, p) for p in paths])
+            conn.execute("DELETE FROM pending WHERE what = 0")
+
+    def stale_ids(self) -> list[str]:
+        """Vector ids of rows that were replaced or removed and may still be in the vector store."""
+        return [r[0] for r in self._read("SELECT id FROM stale")]
+
+    def drop_stale(self, ids: Iterable[str]) -> None:
+        """The vector store no longer holds these ids."""
+        with self._transaction() as conn:
+            conn.executemany("DELETE FROM stale WHERE id = ?", [(i,) for i in ids])
+
+    # ----------------------------------------------------------------------------------------------- vectors
+
+    def cached_vectors(self, hashes: Iterable[str]) -> dict[str, list[float]]:
+        """Vectors of embedded views already computed, by content hash."""
+        want = sorted(set(hashes))
+        out: dict[str, list[float]] = {}
+        for i in range(0, len(want), 500):
+            part = want[i : i + 500]
+            q = ",".join("?" * len(part))
+            out.update((h, unpack_vector(v)) for h, v in self._read(f"SELECT hash, vector FROM vectors WHERE hash IN ({q})", part))
+        return out
+
+    def cache_vectors(self, vectors: Mapping[str, Sequence[float]]) -> None:
+        """Keep computed vectors (their own transaction: an interrupted run keeps what it paid for)."""
+        if not vectors:
+            return
+        with self._transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                             [(h, pack_vector(v)) for h, v in vectors.items()])
+
+    def prune_vectors(self) -> int:
+        """Drop cached vectors that no stored span uses; returns how many."""
+        with self._transaction() as conn:
+            cur = conn.execute("DELETE FROM vectors WHERE hash NOT IN "
+                               "(SELECT embed_hash FROM spans WHERE embed_hash IS NOT NULL)")
+            return cur.rowcount
+
+    # ------------------------------------------------------------------------------------------------- reads
+
+    def markers(self) -> dict[str, FileMarker]:
+        """Every complete file's marker (small: no text)."""
+        rows = self._read("SELECT path, hash, settings, language, size, mtime_ns, n_spans, n_leaves, indexed_at "
+                          "FROM files")
+        return {r[0]: FileMarker(*r) for r in rows}
+
+    def marker(self, path: str) -> FileMarker | None:
+        """One complete file's marker."""
+        rows = self._read("SELECT path, hash, settings, language, size, mtime_ns, n_spans, n_leaves, indexed_at "
+                          "FROM files WHERE path = ?", (path,))
+        return FileMarker(*rows[0]) if rows else None
+
+    def paths(self, *, prefix: str | None = None, glob: str | None = None) -> list[str]:
+        """Complete files, sorted; optionally those under a path prefix or matching a glob."""
+        if glob is not None:
+            return [r[0] for r in self._read("SELECT path FROM files WHERE path GLOB ? ORDER BY path", (glob,))]
+        if prefix:
+            hi = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            return [r[0] for r in self._read("SELECT path FROM files WHERE path >= ? AND path < ? ORDER BY path",
+                                             (prefix, hi))]
+        return [r[0] for r in self._read("SELECT path FROM files ORDER BY path")]
+
+    def count_paths(self, prefix: str) -> int:
+        """How many complete files have a path starting with ``prefix``."""
+        hi = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        return int(self._read("SELECT count(*) FROM files WHERE path >= ? AND path < ?", (prefix, hi))[0][0])
+
+    def counts(self) -> dict[str, int]:
+        """``files``, ``leaves``, ``spans`` and cached ``vectors``, counted by SQLite (all 0 before the first write
+        creates the index)."""
+        got = self._read("SELECT count(*), coalesce(sum(n_leaves), 0), coalesce(sum(n_spans), 0) FROM files")
+        if not got:
+            return {"files": 0, "leaves": 0, "spans": 0, "vectors": 0}
+        (files, leaves, spans), = got
+        (vectors,), = self._read("SELECT count(*) FROM vectors")
+        return {"files": files, "leaves": leaves, "spans": spans, "vectors": vectors}
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Leaf counts and tokens by language and kind, files by language (for ``stats``)."""
+        out: dict[str, dict[str, int]] = {"files_by_language": {}, "leaves_by_language": {}, "leaves_by_kind": {},
+                                          "roles": {}}
+        for lang, n in self._read("SELECT language, count(*) FROM files GROUP BY language ORDER BY 2 DESC"):
+            out["files_by_language"][lang] = n
+        for lang, n in self._read("SELECT language, count(*) FROM spans WHERE role = 'leaf' GROUP BY 1 ORDER BY 2 DESC"):
+            out["leaves_by_language"][lang] = n
+        for kind, n in self._read("SELECT kind, count(*) FROM spans WHERE role = 'leaf' GROUP BY 1 ORDER BY 2 DESC"):
+            out["leaves_by_kind"][kind] = n
+        for role, n in self._read("SELECT role, count(*) FROM spans GROUP BY 1 ORDER BY 2 DESC"):
+            out["roles"][role] = n
+        (tokens, largest), = self._read("SELECT coalesce(sum(token_count), 0), coalesce(max(token_count), 0) "
+                                        "FROM spans WHERE role = 'leaf'")
+        out["tokens"] = {"leaf_tokens": tokens, "max_leaf_tokens": largest}
+        return out
+
+    def bindings(self, path: str) -> list[dict[str, Any]]:
+        """The import and module-level name bindings of a document (a file, or a notebook's cell): what its leaves'
+        ``uses`` indices point at."""
+        file = self.file_of(path)
+        got = self._read("SELECT bindings FROM files WHERE path = ?", (file,)) if file is not None else []
+        if not got:
+            return []
+        raw = got[0][0]
+        return json.loads(raw.decode("utf-8", "surrogatepass") if isinstance(raw, bytes) else raw).get(path, [])
+
+    def file_of(self, path: str) -> str | None:
+        """The file a document belongs to (itself, or the notebook of a cell), if it is indexed."""
+        got = self._read("SELECT file FROM spans WHERE path = ? LIMIT 1", (path,))
+        return got[0][0] if got else None
+
+    def documents(self, file: str) -> list[str]:
+        """The documents of an indexed file: itself, or its notebook cells (``nb.ipynb#cell3``), in order."""
+        rows = self._read("SELECT DISTINCT path FROM spans WHERE file = ? AND role = 'leaf'", (file,))
+        return sorted((r[0] for r in rows), key=lambda p: (len(p), p))
+
+    def get(self, ids: Sequence[str], *, parent_text: bool = True) -> dict[str, SpanRow]:
+        """Spans by id, for the ids that are stored. A parent's text is rebuilt from its leaves (``parent_text=False``:
+        left empty, for a caller that needs only its offsets and metadata)."""
+        out: dict[str, SpanRow] = {}
+        want = list(dict.fromkeys(ids))
+        for i in range(0, len(want), 500):
+            part = want[i : i + 500]
+            q = ",".join("?" * len(part))
+            for row in self._read(f"SELECT {_SPAN_COLUMNS} FROM spans WHERE id IN ({q})", part):
+                span, role, file, eh = _span_from(row)
+                if role == "parent":
+                    span = _with_text(span, self.text(span.path or "", span.start_byte, span.end_byte)
+                                      if parent_text else "")
+                out[span.id] = SpanRow(span, role, file, eh)
+        return out
+
+    def spans(self, path: str, role: str = "leaf") -> list[Span]:
+        """A document's spans of one role, in file order (parents with their text)."""
+        rows = self._read(f"SELECT {_SPAN_COLUMNS} FROM spans WHERE path = ? AND role = ? "
+                          "ORDER BY start_byte, end_byte DESC", (path, role))
+        spans = [_span_from(r)[0] for r in rows]
+        if role == "parent":
+            spans = [_with_text(s, self.text(path, s.start_byte, s.end_byte)) for s in spans]
+        return spans
+
+    def all_spans(self, role: str = "leaf") -> Iterator[Span]:
+        """Every span of one role, file by file (for export and tests; a query never needs this)."""
+        for path in [r[0] for r in self._read("SELECT DISTINCT path FROM spans WHERE role = ? ORDER BY path", (role,))]:
+            yield from self.spans(path, role)
+
+    def leaves_in(self, path: str, start_byte: int, end_byte: int) -> list[Span]:
+        """The leaves of a document that overlap ``[start_byte, end_byte)``, in order."""
+        rows = self._read(
+            f"SELECT {_SPAN_COLUMNS} FROM spans WHERE path = ? AND role = 'leaf' AND start_byte < ? AND end_byte > ? "
+            "ORDER BY start_byte", (path, max(end_byte, start_byte + 1), start_byte))
+        return [_span_from(r)[0] for r in rows]
+
+    def leaves_in_lines(self, path: str, start_line: int, end_line: int) -> list[Span]:
+        """The leaves of a document that overlap lines ``start_line..end_line``, in order."""
+        rows = self._read(
+            f"SELECT {_SPAN_COLUMNS} FROM spans WHERE path = ? AND role = 'leaf' AND start_line <= ? AND end_line >= ? "
+            "ORDER BY start_byte", (path, end_line, start_line))
+        return [_span_from(r)[0] for r in rows]
+
+    def text(self, path: str, start_byte: int, end_byte: int) -> str:
+        """The exact text of ``[start_byte, end_byte)`` of a document, rebuilt from its leaves."""
+        leaves = self.leaves_in(path, start_byte, end_byte)
+        if not leaves:
+            return ""
+        data = "".join(s.text for s in leaves).encode("utf-8", "surrogatepass")
+        base = leaves[0].start_byte
+        return data[start_byte - base : end_byte - base].decode("utf-8", "surrogatepass")
+
+    def leaf_at(self, path: str, line: int) -> Span | None:
+        """The leaf that covers a 1-based line."""
+        rows = self._read(f"SELECT {_SPAN_COLUMNS} FROM spans WHERE path = ? AND role = 'leaf' AND start_line <= ? "
+                          "AND end_line >= ? ORDER BY start_byte LIMIT 1", (path, line, line))
+        return _span_from(rows[0])[0] if rows else None
+
+    def leaf_starting_at(self, path: str, start_byte: int) -> Span | None:
+        """The leaf that starts at a byte offset (the one right after another leaf)."""
+        rows = self._read(f"SELECT {_SPAN_COLUMNS} FROM spans WHERE path = ? AND role = 'leaf' AND start_byte = ? "
+                          "LIMIT 1", (path, start_byte))
+        return _span_from(rows[0])[0] if rows else None
+
+    def last_line(self, path: str) -> tuple[int, int] | None:
+        """``(last line, end byte)`` of a document, from its last leaf."""
+        rows = self._read("SELECT end_line, end_byte FROM spans WHERE path = ? AND role = 'leaf' "
+                          "ORDER BY start_byte DESC LIMIT 1", (path,))
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    def by_name(self, name: str, path: str | None = None, *, tail: bool = False) -> list[SpanRow]:
+        """Spans (leaves and parents) whose qualified name is ``name`` (``tail``: whose last part is ``name``)."""
+        col = "tail" if tail else "name"
+        sql = f"SELECT {_SPAN_COLUMNS} FROM spans WHERE {col} = ? AND role != 'summary'"
+        args: list[Any] = [name]
+        if path is not None:
+            sql += " AND path = ?"
+            args.append(path)
+        out = []
+        for row in self._read(sql, args):
+            span, role, file, eh = _span_from(row)
+            if role == "parent":
+                span = _with_text(span, self.text(span.path or "", span.start_byte, span.end_byte))
+            out.append(SpanRow(span, role, file, eh))
+        return out
+
+    def with_symbol(self, name: str, path: str | None = None, *, suffix: bool = False) -> list[Span]:
+        """Leaves whose recorded ``symbols`` (definitions inside a leaf) include ``name`` (``suffix``: may include a
+        name ending with ``.name``; the caller checks each symbol)."""
+        quoted = json.dumps(name, ensure_ascii=False)  # as the metadata column is written
+        like = f'%"name": "%.{quoted[1:]}%' if suffix else f'%"name": {quoted}%'
+        sql = f"SELECT {_SPAN_COLUMNS} FROM spans WHERE role = 'leaf' AND metadata LIKE ?"
+        args: list[Any] = [like]
+        if path is not None:
+            sql += " AND path = ?"
+            args.append(path)
+        return [_span_from(r)[0] for r in self._read(sql, args)]
+
+    def leaves_under(self, span_id: str) -> list[str]:
+        """Ids of the leaves inside a span (a file's root, or a split class)."""
+        got = self._read("SELECT path, start_byte, end_byte FROM spans WHERE id = ?", (span_id,))
+        if not got:
+            return []
+        path, sb, eb = got[0]
+        return [r[0] for r in self._read("SELECT id FROM spans WHERE path = ? AND role = 'leaf' AND start_byte >= ? "
+                                         "AND end_byte <= ?", (path, sb, eb))]
+
+    def searched(self, path: str) -> list[SpanRow]:
+        """A file's searched rows (leaves and summaries), with their texts: what the lexical index and the vector
+        store hold of it."""
+        rows = self._read(f"SELECT {_SPAN_COLUMNS} FROM spans WHERE file = ? AND role != 'parent' ORDER BY path, "
+                          "start_byte", (path,))
+        return [SpanRow(*_span_from(r)) for r in rows]
+
+
+def _with_text(span: Span, text: str) -> Span:
+    return Span(span.id, span.path, span.language, span.kind, span.name, text, span.start_byte, span.end_byte,
+                span.start_char, span.end_char, span.start_line, span.end_line, span.parent_id, span.token_count,
+                span.metadata)
+
+
+def _row_tuple(r: SpanRow) -> tuple[Any, ...]:
+    s = r.span
+    name = s.name
+    tail = name.rsplit(".", 1)[-1] if name and r.role != "summary" else None
+    text = _db_text(s.text) if r.role != "parent" else None
+    return (s.id, r.file, s.path, r.role, s.kind, name, s.language, s.start_byte, s.end_byte, s.start_char,
+            s.end_char, s.start_line, s.end_line, s.parent_id, s.token_count, text,
+            _db_text(json.dumps(s.metadata, ensure_ascii=False, default=str)), r.embed_hash, tail)

@@ -1,0 +1,155 @@
+"""Chunking in worker processes: a ``spawn`` pool that chunks files while the calling process embeds and writes.
+
+Results come back in input order with a bounded number of files in flight. A worker that dies (a crash in native
+code) fails only the file it was chunking: the files in flight are redone one at a time in a fresh pool to find
+it. Workers ignore SIGINT, so that Ctrl-C reaches only the calling process, which finishes the files it holds
+before it stops (see :mod:`.indexing`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from ..chunking.span import Span, SpanTree
+from ..errors import LlmcError, UnsupportedInputError
+
+__all__ = ["chunk", "chunk_in_processes"]
+
+
+def chunk(chunker: Any, path: str, text: str) -> SpanTree:
+    """``chunker.chunk_tree(text, path=path)``; any failure becomes an :class:`UnsupportedInputError` naming the file."""
+    try:
+        return chunker.chunk_tree(text, path=path)
+    except Exception as exc:  # noqa: BLE001 - one file the chunker fails on (even by a bug) must not stop a run
+        msg = f"could not chunk {path}: {exc}" if isinstance(exc, (LlmcError, ValueError)) else \
+            f"could not chunk {path}: {type(exc).__name__}: {exc}"
+        raise UnsupportedInputError(msg) from exc
+
+
+def _chunk_rows(chunker: Any, path: str, text: str) -> tuple[str, Any]:
+    """Chunk one file into picklable rows: ``("ok", {"spans": [...], "leaves": [...]})`` or ``("error", reason)``.
+
+    ``spans`` holds every span of the tree as :meth:`Span.to_dict` (pre-order, root first) and ``leaves`` the leaf
+    ids in file order; :func:`_tree_from_rows` rebuilds the :class:`SpanTree`. A top-level function of plain data,
+    so a ``spawn`` worker process can run it.
+    """
+    try:
+        tree = chunk(chunker, path, text)
+    except LlmcError as exc:
+        return "error", str(exc)
+    return "ok", {"spans": [s.to_dict() for s in tree.spans], "leaves": [s.id for s in tree.leaves]}
+
+
+def _tree_from_rows(rows: Mapping[str, Any]) -> SpanTree:
+    """The :class:`SpanTree` of :func:`_chunk_rows` output."""
+    spans = [Span.from_dict(d) for d in rows["spans"]]
+    by_id = {s.id: s for s in spans}
+    return SpanTree.build(spans, [by_id[i] for i in rows["leaves"]])
+
+
+_worker_chunker: Any = None
+
+
+def _worker_init(payload: bytes, parent_pid: int) -> None:
+    """Set up a chunking worker: unpickle the chunker once; exit when the parent process is gone."""
+    global _worker_chunker  # noqa: PLW0603 - one chunker per worker process
+    _worker_chunker = pickle.loads(payload)  # noqa: S301 - pickled by the parent process a moment ago
+    # Ctrl-C is the parent's to handle: it finishes the files it holds, then shuts the pool down.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        # A parent killed with SIGKILL cannot shut the pool down; without this, idle workers would wait forever.
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="llmc-parent-watch", daemon=True).start()
+
+
+def _discard(pool: ProcessPoolExecutor) -> None:
+    """Shut a broken pool down. Its surviving workers are killed first: on Python 3.11 a broken pool waits for them
+    at shutdown and at interpreter exit, and they wait for work that never comes."""
+    workers = getattr(pool, "_processes", None) or {}
+    for proc in list(workers.values()):
+        if proc.is_alive():
+            proc.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_chunk(path: str, text: str) -> tuple[str, Any]:
+    return _chunk_rows(_worker_chunker, path, text)
+
+
+def chunk_in_processes(
+    payload: bytes, items: Iterator[tuple[str, str]], workers: int
+) -> Iterator[tuple[str, str, SpanTree | str]]:
+    """Chunk ``(path, text)`` items in a ``spawn`` process pool; yield ``(path, text, tree or failure reason)``.
+
+    Results come back in input order, with at most ``2 * workers`` files in flight. If a worker dies (the pool
+    breaks), the files that were in flight are chunked again one at a time in a fresh pool, so only the file that
+    kills its worker is reported as failed.
+    """
+    ctx = multiprocessing.get_context("spawn")
+
+    def new_pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                                   initargs=(payload, os.getpid()))
+
+    pool = new_pool()
+
+    def submit(path: str, text: str) -> Future[tuple[str, Any]]:
+        # A pool can break between two results: a submit to it fails like the files in flight do.
+        try:
+            return pool.submit(_worker_chunk, path, text)
+        except BrokenProcessPool as exc:
+            failed: Future[tuple[str, Any]] = Future()
+            failed.set_exception(exc)
+            return failed
+
+    inflight: deque[tuple[str, str, Future[tuple[str, Any]], bool]] = deque()  # (path, text, future, alone)
+    suspects: deque[tuple[str, str]] = deque()
+    try:
+        while True:
+            if suspects:
+                # Files that were in flight when a worker died go one at a time, to find the one that kills it.
+                if not inflight:
+                    path, text = suspects.popleft()
+                    inflight.append((path, text, submit(path, text), True))
+            else:
+                while len(inflight) < 2 * workers:
+                    nxt = next(items, None)
+                    if nxt is None:
+                        break
+                    inflight.append((nxt[0], nxt[1], submit(nxt[0], nxt[1]), False))
+            if not inflight:
+                return
+            path, text, fut, alone = inflight.popleft()
+            try:
+                status, value = fut.result()
+            except BrokenProcessPool as exc:
+                _discard(pool)
+                pool = new_pool()
+                if alone:
+                    yield path, text, f"could not chunk {path}: the chunking process died ({exc})"
+                else:
+                    suspects.append((path, text))
+                    suspects.extend((p, t) for p, t, _, _ in inflight)
+                    inflight.clear()
+                continue
+            except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be unpickled: that file fails
+                yield path, text, f"could not chunk {path}: {type(exc).__name__}: {exc}"
+                continue
+            yield path, text, (_tree_from_rows(value) if status == "ok" else value)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
