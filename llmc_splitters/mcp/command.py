@@ -148,12 +148,7 @@ def _open_tree_index(args: argparse.Namespace, db: Path | None, options: Any) ->
         recorded: dict[str, Any] | None = CodeIndex.recorded(db)
     except IndexNotFoundError:
         recorded = None
-    if recorded is not None:
-        embedding = _cli._embedding_for(recorded["embedding"])
-    elif args.embedding == "minilm" or (args.embedding == "auto" and _cli._minilm_available()):
-        embedding = _cli._embedding_for("minilm")
-    else:
-        embedding = None
+    embedding, _note = _cli.choose_embedding(args.embedding, (recorded or {}).get("embedding"), db)
     if (args.host or args.collection) and embedding is None:
         msg = ("error: --host/--collection say where vectors go, but this index is lexical (BM25 only): it keeps "
                "everything in its directory. Drop them, or serve a tree with --embedding minilm")

@@ -39,13 +39,13 @@ from .context import get_lines as _get_lines
 from .context import get_symbol as _get_symbol
 from .context import hit_context as _hit_context
 from .context import zoom_for as _zoom_for
-from .embeddings import Embedding, bounded_view
+from .embeddings import Embedding
 from .expand import HitContext, Snippet
 from .filters import SearchFilter
 from .fuse import DEFAULT_RRF_K
 from .indexing import IndexInterrupted, Indexer, IndexReport, Item
 from .lexical_index import LexicalIndex
-from .records import FileSummaryInput, derived_id, sha
+from .records import FileSummaryInput, derived_id, embedding_view
 from .search import Hit, SearchResult, rank_texts, search
 from .spanstore import LEXICAL, VECTORS, SpanStore, StoreError
 
@@ -66,11 +66,18 @@ _SKIP_DIRS = frozenset(
 
 
 def embedding_name(embedding: Any) -> str:
-    """The name an embedding model's vectors are filed under (``"none"`` for lexical only)."""
+    """The name an embedding model's vectors are filed under (``"none"`` for lexical only): its identity's."""
     if embedding is None:
         return "none"
-    name = getattr(embedding, "name", None) or getattr(embedding, "model_name", None)
-    return str(name) if name else type(embedding).__name__
+    from .embeddings import identity_of
+
+    return identity_of(embedding).name
+
+
+def check_positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        msg = f"{name} must be a positive integer, got {value!r}"
+        raise ConfigurationError(msg)
 
 
 class CodeIndex:
@@ -94,6 +101,7 @@ class CodeIndex:
         create: Create the index when there is none at ``path``; ``False`` raises
             :class:`~llmc_splitters.retrieval.spanstore.IndexNotFoundError` instead (open to query: a mistyped
             path is an error, not a new empty index).
+        embed_workers: Batches embedded at once (threads), when indexing with a model.
 
     Raises:
         ConfigurationError: An invalid setting, or the index holds vectors of another embedding model.
@@ -115,6 +123,7 @@ class CodeIndex:
         summarizer: Callable[[FileSummaryInput], str] | None = None,
         reset: bool = False,
         create: bool = True,
+        embed_workers: int = 1,
     ) -> None:
         if path is not None and not isinstance(path, (str, os.PathLike)):
             msg = (f"path must be the index directory (str or PathLike), got {type(path).__name__}. Since 0.2 the "
@@ -147,6 +156,10 @@ class CodeIndex:
         self._reset_vectors = reset
         self._lexical: dict[str, LexicalIndex] = {}
         self._lock = threading.RLock()
+        check_positive("embed_workers", embed_workers)
+        self.embed_workers = embed_workers
+        self._embedder: Any = None
+        self._viewer: Any = None
         self._indexer = Indexer(self)
         if reset and vectors is not None:
             self.vectors  # noqa: B018 - open (and empty) the given vector store now
@@ -157,6 +170,12 @@ class CodeIndex:
         stored = self.span_store.get_meta("embedding")
         if stored is None:
             self.span_store.set_meta_on_create("embedding", self.embedding_name)
+            if self.embedding is not None:
+                from .embeddings import identity_of
+
+                ident = identity_of(self.embedding)
+                self.span_store.set_meta_on_create("embedding_identity", json.dumps(
+                    {"name": ident.name, "dimension": ident.dimension, "max_input_tokens": ident.max_input_tokens}))
         elif stored != self.embedding_name:
             hint = "pass the same embedding (or embedding=None for a lexical index), or reset=True to rebuild it"
             msg = (f"the index at {self.span_store.dir} holds vectors from {stored!r}, not {self.embedding_name!r}; "
@@ -239,14 +258,21 @@ class CodeIndex:
         return f"{type(c).__name__}:{getattr(c, 'max_tokens', '?')}:{tok}:{__version__}"
 
     def _view(self, text: str, meta: dict[str, Any]) -> tuple[str, str]:
-        """The bounded text to embed and its hash; records in ``meta`` whether it is truncated."""
-        v = bounded_view(text, self.embedding)
-        meta["embedded_view"] = "truncated" if v.truncated else "full"
-        if v.tokens is not None:
-            meta["embedded_tokens"] = v.tokens
-        if v.limit is not None:
-            meta["embedding_limit"] = v.limit
-        return v.text, sha(f"{self.embedding_name}\x00{v.text}")
+        """The bounded text to embed and its hash; records in ``meta`` whether it is truncated (see
+        :func:`~llmc_splitters.retrieval.records.embedding_view`)."""
+        if self._viewer is None:
+            self._viewer = embedding_view(self.embedding, self.embedding_name)
+        return self._viewer(text, meta)
+
+    @property
+    def embedder(self) -> Any:
+        """The :class:`~llmc_splitters.retrieval.embeddings.BatchEmbedder` that embeds what the index writes (made
+        at first use, kept for the life of the index)."""
+        if self._embedder is None:
+            from .embeddings import BatchEmbedder
+
+            self._embedder = BatchEmbedder(self.embedding, workers=self.embed_workers)
+        return self._embedder
 
     def embed_query(self, query: str) -> list[float]:
         """The query's vector."""
@@ -264,9 +290,12 @@ class CodeIndex:
             raise ConfigurationError(msg) from exc
 
     def close(self) -> None:
-        """Release the lexical writers and this thread's database connection."""
+        """Release the lexical writers, the embedding workers and this thread's database connection."""
         for lex in self._lexical.values():
             lex.close()
+        if self._embedder is not None:
+            self._embedder.close()
+            self._embedder = None
         self.span_store.close()
 
     def __repr__(self) -> str:

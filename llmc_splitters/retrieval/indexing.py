@@ -46,7 +46,6 @@ __all__ = ["IndexInterrupted", "IndexReport", "Indexer", "Item", "read_text", "s
 
 _GROUP_FILES = 32
 _GROUP_ROWS = 4000
-_EMBED_BATCH = 64
 # A lexical-index commit syncs the disk (~0.1 s): groups written within this many seconds share one.
 _LEXICAL_COMMIT_SECONDS = 1.0
 
@@ -249,6 +248,8 @@ class Indexer:
         dense = self.index.dense
         try:
             self._embed(group, report)
+            if not group:
+                return
             paths = [g.path for g in group]
             self.store.write_files([g.write for g in group], pending=LEXICAL | (VECTORS if dense else 0))
         except LlmcError as exc:
@@ -294,7 +295,10 @@ class Indexer:
             self.store.drop_stale(stale)
 
     def _embed(self, group: list[PreparedFile], report: IndexReport) -> None:
-        """Fill the vector cache for every view of the group (cached views are not embedded again)."""
+        """Fill the vector cache for every view of the group (cached views are not embedded again), in batches
+        sized by the model's tokens (:class:`~llmc_splitters.retrieval.embeddings.BatchEmbedder`: sorted by length,
+        a failed batch retried with backoff, then split). A file with a text that keeps failing is taken out of
+        the group and reported failed: it keeps the version indexed before."""
         emb = self.index.embedding
         if emb is None or getattr(self.index.vectors, "embeds_itself", False):
             return  # lexical only, or a vector store that embeds what it stores
@@ -304,14 +308,19 @@ class Indexer:
         cached = self.store.cached_vectors(want)
         report.reused += sum(1 for g in group for _, _, eh in g.views if eh in cached)
         todo = [(eh, vtext) for eh, vtext in want.items() if eh not in cached]
-        for i in range(0, len(todo), _EMBED_BATCH):
-            part = todo[i : i + _EMBED_BATCH]
-            vecs = emb.embed_documents([v for _, v in part])
-            if len(vecs) != len(part):
-                msg = f"the embedding model returned {len(vecs)} vectors for {len(part)} texts"
-                raise LlmcError(msg)
-            self.store.cache_vectors({eh: [float(x) for x in v] for (eh, _), v in zip(part, vecs)})
-            report.embedded += len(part)
+        if not todo:
+            return
+        result = self.index.embedder.embed([v for _, v in todo])
+        got = {eh: [float(x) for x in v] for (eh, _), v in zip(todo, result.vectors) if v is not None}
+        self.store.cache_vectors(got)
+        report.embedded += len(got)
+        failed = {todo[f.index][0]: f.reason for f in result.failures}
+        if failed:
+            for g in list(group):
+                why = next((failed[eh] for _, _, eh in g.views if eh in failed), None)
+                if why is not None:
+                    report.failed[g.path] = f"could not embed a text of {g.path}: {why}"
+                    group.remove(g)
 
     def _vectors(self, g: PreparedFile) -> Iterator[tuple[int, str, list[float] | None]]:
         """``(row index, embedded text, vector)`` of a prepared file (no vector for a store that embeds)."""
@@ -326,7 +335,10 @@ class Indexer:
     @staticmethod
     def _vector_record(row: SpanRow, text: str, vector: list[float] | None) -> Record:
         s = row.span
-        return Record(s.id, text, vector_metadata(row.file, row.role, s.language, s.kind), vector)
+        meta = vector_metadata(row.file, row.role, s.language, s.kind)
+        if row.embed_hash:
+            meta["embed_hash"] = row.embed_hash  # the cache key Ray's embed workers look vectors up by
+        return Record(s.id, text, meta, vector)
 
     def _publish_lexical(self, paths: list[str], leaves: list[LexDoc], summaries: list[LexDoc]) -> None:
         self.index.lexical("leaf").replace(paths, leaves, commit=False)
