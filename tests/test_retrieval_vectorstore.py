@@ -122,3 +122,28 @@ def test_langchain_parent_retriever_over_a_vectorstore(tmp_path) -> None:
     # A second retriever over the same stores (e.g. filled by an ingestion run) needs no indexing.
     again = CodeParentRetriever.from_vectorstore(vs, path=tmp_path / "db", max_tokens=128, k=2)
     assert again.invoke("dedent common leading whitespace")[0].page_content == docs[0].page_content
+
+
+def test_a_store_that_scores_by_distance_ranks_like_one_that_scores_by_similarity() -> None:
+    pytest.importorskip("langchain_chroma")
+    import uuid
+
+    import chromadb
+    from chromadb.config import Settings
+    from langchain_chroma import Chroma
+
+    emb = HashingEmbedding(64)
+    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    chroma = Chroma(collection_name=f"c{uuid.uuid4().hex[:8]}", client=client, embedding_function=emb,
+                    collection_metadata={"hnsw:space": "cosine"})
+    by_distance, _ = _lc_index(chroma)  # langchain-chroma's "relevance scores" are cosine distances
+    by_similarity, _ = _lc_index(InMemoryVectorStore(emb))
+    by_distance.index_texts(FILES)
+    by_similarity.index_texts(FILES)
+    for q in QUERIES:
+        qv = by_distance.embed_query(q)
+        a = [i for i, _ in by_distance.vectors.query(qv, 5)]
+        b = [i for i, _ in by_similarity.vectors.query(qv, 5)]
+        assert a[:3] == b[:3], q
+        scores = [sc for _, sc in by_distance.vectors.query(qv, 5)]
+        assert scores == sorted(scores, reverse=True)

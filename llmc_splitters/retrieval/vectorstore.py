@@ -85,10 +85,10 @@ class VectorStoreAdapter:
     Raises:
         ConfigurationError: ``namespace`` has characters other than ``[a-zA-Z0-9_-]``.
 
-    Dense search calls, in this order of preference, ``similarity_search_by_vector_with_relevance_scores``
-    (Chroma: cosine similarity), ``similarity_search_with_score_by_vector`` (``InMemoryVectorStore``: cosine
-    similarity; FAISS: a distance, so confidence is not meaningful there, only the ranking), or
-    ``similarity_search_by_vector`` (ranks only).
+    Dense search calls, in this order of preference, ``similarity_search_by_vector_with_relevance_scores``,
+    ``similarity_search_with_score_by_vector`` or ``similarity_search_by_vector`` (ranks only). The store's order is
+    the ranking; scores that grow down the list are distances (langchain-chroma, FAISS) and are turned into
+    ``1 - distance`` (a cosine similarity for a cosine space; for other spaces only the ranking is meaningful).
     """
 
     embeds_itself = True
@@ -132,13 +132,20 @@ class VectorStoreAdapter:
             self.vectorstore.delete(ids=ids[i : i + _ADD_BATCH])
 
     def _search(self, vector: list[float], k: int) -> list[tuple[Any, float]]:
+        """Neighbours best first with a score that grows with similarity, whatever the store's convention."""
         vs = self.vectorstore
         if hasattr(vs, "similarity_search_by_vector_with_relevance_scores"):
-            return list(vs.similarity_search_by_vector_with_relevance_scores(vector, k=k))
-        if hasattr(vs, "similarity_search_with_score_by_vector"):
-            return list(vs.similarity_search_with_score_by_vector(vector, k=k))
-        docs = vs.similarity_search_by_vector(vector, k=k)
-        return [(d, 1.0 / (1 + i)) for i, d in enumerate(docs)]
+            got = list(vs.similarity_search_by_vector_with_relevance_scores(vector, k=k))
+        elif hasattr(vs, "similarity_search_with_score_by_vector"):
+            got = list(vs.similarity_search_with_score_by_vector(vector, k=k))
+        else:
+            docs = vs.similarity_search_by_vector(vector, k=k)
+            return [(d, 1.0 / (1 + i)) for i, d in enumerate(docs)]
+        # Stores return their neighbours best first, but some score by distance (langchain-chroma's "relevance
+        # scores" are distances, FAISS's are L2): scores that grow down the list are distances, turned around.
+        if len(got) > 1 and got[0][1] < got[-1][1]:
+            return [(d, 1.0 - float(sc)) for d, sc in got]
+        return [(d, float(sc)) for d, sc in got]
 
     def query(self, vector: list[float], n: int, *, role: str = "leaf", filt: SearchFilter | None = None,
               files: Sequence[str] | None = None) -> list[tuple[str, float]]:
