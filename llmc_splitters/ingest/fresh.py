@@ -365,8 +365,7 @@ class Refresher:
         finally:
             # Let another process (`llmc-splitters index`) write between refreshes: the lexical index admits one
             # writer, and holds its directory lock as long as a writer is open.
-            for role in ("leaf", "summary"):
-                index.lexical(role).close()
+            index.release_writers()
         report.removed = sorted(set(report.removed))
         # A failed file keeps its stat too: it is retried when it changes again, not at every scan.
         self.state.commit(changes)

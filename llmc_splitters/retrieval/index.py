@@ -289,6 +289,17 @@ class CodeIndex:
             )
             raise ConfigurationError(msg) from exc
 
+    def snapshot(self) -> Any:
+        """A context manager: every read of this thread inside it sees one committed state of the index (a query's
+        hits and their context come from the same version of a file being rewritten meanwhile)."""
+        return self.span_store.snapshot()
+
+    def release_writers(self) -> None:
+        """Commit and release the lexical index's writers (and their lock on the directory), so that another
+        process can index into the same index; the next write takes them again."""
+        for lex in self._lexical.values():
+            lex.close()
+
     def close(self) -> None:
         """Release the lexical writers, the embedding workers and this thread's database connection."""
         for lex in self._lexical.values():

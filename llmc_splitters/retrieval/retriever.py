@@ -233,13 +233,14 @@ class CodeRetriever:
             raise ConfigurationError(msg)
         k = self.k if k is None else k
         fill = k is None
-        found = self.search(query, _FILL_CANDIDATES if fill else k, multi_stage=multi_stage, path=path,
-                            language=language, kind=kind, filters=filters)
-        contexts = [self.index.hit_context(h.span, h.score, query) for h in found.hits]
-        exp = expand(
-            contexts, budget, self.tokenizer.count, cut=self.tokenizer.cut, marker=self.marker,
-            include_scopes=expand_context, include_imports=expand_context, fill=fill,
-        )
+        with self.index.snapshot():  # the hits and their context from one version of each file
+            found = self.search(query, _FILL_CANDIDATES if fill else k, multi_stage=multi_stage, path=path,
+                                language=language, kind=kind, filters=filters)
+            contexts = [self.index.hit_context(h.span, h.score, query) for h in found.hits]
+            exp = expand(
+                contexts, budget, self.tokenizer.count, cut=self.tokenizer.cut, marker=self.marker,
+                include_scopes=expand_context, include_imports=expand_context, fill=fill,
+            )
         return Result(query, exp.pieces, exp.context, exp.token_count, budget, found.hits, found.confidence,
                       exp.dropped)
 
@@ -267,6 +268,12 @@ class CodeRetriever:
         if budget <= 0:
             msg = f"max_context_tokens must be > 0, got {budget}"
             raise ConfigurationError(msg)
+        with self.index.snapshot():  # the hits and their context from one version of each file
+            return self._per_hit(query, k, budget, expand_context=expand_context, multi_stage=multi_stage,
+                                 filters=filters)
+
+    def _per_hit(self, query: str, k: int | None, budget: int, *, expand_context: bool, multi_stage: bool | None,
+                 filters: SearchFilter | Mapping[str, Any] | None) -> tuple[SearchResult, list[tuple[Hit, Expansion]]]:
         found = self.search(query, k, multi_stage=multi_stage, filters=filters)
         hits = list(found.hits)
         count = self.tokenizer.count
