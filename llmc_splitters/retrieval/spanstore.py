@@ -263,9 +263,13 @@ class SpanStore:
             raise IndexNotFoundError(msg)
 
     def set_meta_on_create(self, key: str, value: str) -> None:
-        """A setting the index records when its file is created (or now, when it exists)."""
+        """A setting the index records when its file is created (or now, when it exists and records another).
+
+        Recording what is already recorded writes nothing, so a reader (inside :meth:`snapshot`) may call it.
+        """
         if self.exists:
-            self.set_meta(key, value)
+            if self.get_meta(key) != value:
+                self.set_meta(key, value)
         else:
             self._on_create[key] = value
 
