@@ -213,7 +213,7 @@ def bench_embed(n_texts: int) -> dict[str, Any]:
     sub = {c: [batch[c][i] for i in keep] for c in BATCH_COLUMNS}
     stage = EmbedStage(MiniLMEmbedding, None, batch_size=64)
     stage({c: v[:64] for c, v in sub.items()})  # warm-up
-    out: dict[str, Any] = {"model": stage.name, "texts": len(keep), "dims": stage._dim}
+    out: dict[str, Any] = {"model": stage.name, "texts": len(keep), "dims": stage.model.identity.dimension}
     for threads in (1, 2):
         torch.set_num_threads(threads)
         t = time.perf_counter()
@@ -286,7 +286,8 @@ def bench_ray(max_bytes: int) -> dict[str, Any]:
             state = ManifestState(work / f"state-{collection}")
             plan = state.plan(filter_manifest(git_manifest(repo)), fingerprint=fp, full=full)
             t0 = time.perf_counter()
-            s = run_ray(plan, ChromaSink(host="localhost", port=port, collection=collection), roots=str(repo),
+            s = run_ray(plan, ChromaSink(host="localhost", port=port, collection=collection),
+                        index=work / f"index-{collection}", roots=str(repo),
                         settings=settings, embedding_factory=factory, state=state, files_per_batch=8,
                         chunk_num_cpus=0.5, embed_num_cpus=1.0, write_num_cpus=0.25, embed_batch_size=256,
                         write_batch_size=500, progress=None)
