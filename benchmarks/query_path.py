@@ -116,22 +116,28 @@ _RETRIEVE = textwrap.dedent(
 
 
 def _run(cmd: list[str], timeout: float = 7200) -> tuple[str, float, float]:
-    """Run a command; ``(stdout, wall seconds, peak RSS MB of that process)``."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
-    deadline = t0 + timeout
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            proc.kill()
-            raise TimeoutError(" ".join(cmd))
-        time.sleep(0.02)
-    wall = time.perf_counter() - t0
-    out = proc.stdout.read() if proc.stdout else ""
-    err = proc.stderr.read() if proc.stderr else ""
+    """Run a command; ``(stdout, wall seconds, peak RSS MB of that process)``.
+
+    Its output goes to temporary files, not pipes: a child writing more than a pipe holds (the JSON summary of a
+    4,000-file run) would block while this process waits for it to exit.
+    """
+    with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, text=True,
+                                env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                raise TimeoutError(" ".join(cmd))
+            time.sleep(0.02)
+        wall = time.perf_counter() - t0
+        out_f.seek(0)
+        err_f.seek(0)
+        out, err = out_f.read(), err_f.read()
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise RuntimeError(f"{' '.join(cmd[:4])}... exited {code}: {err[-2000:]}")
