@@ -212,6 +212,8 @@ class CodeIndex:
         if not self.dense:
             msg = "this index is lexical-only (embedding=None): it has no vector store"
             raise ConfigurationError(msg)
+        if getattr(self, "_vectors_open", False):  # open: no lock (the index's writer thread reads it)
+            return self._vectors
         with self._lock:
             if not getattr(self, "_vectors_open", False):
                 if self._vectors is None:

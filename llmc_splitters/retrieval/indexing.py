@@ -13,6 +13,10 @@ For each file (from disk or from memory):
 4. **Write** a group (up to 32 files / 4,000 rows) in one span-store transaction, then bring the lexical index and
    the vector store up to date and clear the group's ``pending`` rows (see :mod:`.spanstore`).
 
+Steps 3 and 4 run on a writer thread, one group at a time and in order, while the calling thread chunks the next
+files (at most two groups wait): SQLite, tantivy and the embedding model release the GIL, so writing and embedding
+overlap chunking.
+
 SIGINT and SIGTERM during a run do not throw work away: the file being prepared is finished, every prepared file is
 written, and :class:`IndexInterrupted` (a ``KeyboardInterrupt``) says how many files were kept. A SIGKILL loses at
 most the files of the group in flight; the next run finds them unchanged-but-missing and redoes them.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import signal
 import threading
 import time
@@ -173,33 +178,45 @@ class Indexer:
                         yield it.path, it.text or ""
 
                 source = ((texts.pop(p), outcome) for p, _, outcome in chunk_in_processes(payload, pairs(), workers))
-            group: list[PreparedFile] = []
-            for it, outcome in source:
-                if isinstance(outcome, str):
-                    report.failed[it.path] = outcome
-                    continue
-                try:
-                    tree = outcome if outcome is not None else chunk(self.index.chunker, it.path, it.text or "")
-                    how = _split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass")))
-                    if how:
-                        report.split[it.path] = how
-                    prepared = build_file(it.path, it.text or "", tree, file_hash=sha(it.text or ""), settings=fp,
-                                          stat=it.stat, summarizer=self.index.summarizer,
-                                          view=self.index._view if self.index.embedding is not None else None)
-                except LlmcError as exc:
-                    report.failed[it.path] = str(exc)
-                    continue
-                prepared.update = it.path in markers
-                group.append(prepared)
-                if len(group) >= _GROUP_FILES or sum(len(g.write.rows) for g in group) >= _GROUP_ROWS:
-                    self.flush(group, report)
-                if stop.signal_name is not None:
-                    break
-            self.flush(group, report)
+            writer = _GroupWriter(self, report)
+            try:
+                self._prepare(source, markers, fp, report, stop, writer)
+            except BaseException:
+                writer.abandon()
+                raise
+            writer.close()
             self.store.set_failed(report.failed)
             if stop.signal_name is not None:
                 report.interrupted = stop.signal_name
                 raise IndexInterrupted(report, stop.signal_name)
+
+    def _prepare(self, source: Iterable[tuple[Item, SpanTree | str | None]], markers: dict[str, Any], fp: str,
+                 report: IndexReport, stop: _StopFlag, writer: _GroupWriter) -> None:
+        """Chunk and lay out each file of ``source``; hand each full group to ``writer``."""
+        group: list[PreparedFile] = []
+        for it, outcome in source:
+            if isinstance(outcome, str):
+                report.failed[it.path] = outcome
+                continue
+            try:
+                tree = outcome if outcome is not None else chunk(self.index.chunker, it.path, it.text or "")
+                how = _split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass")))
+                if how:
+                    report.split[it.path] = how
+                prepared = build_file(it.path, it.text or "", tree, file_hash=sha(it.text or ""), settings=fp,
+                                      stat=it.stat, summarizer=self.index.summarizer,
+                                      view=self.index._view if self.index.embedding is not None else None)
+            except LlmcError as exc:
+                report.failed[it.path] = str(exc)
+                continue
+            prepared.update = it.path in markers
+            group.append(prepared)
+            if len(group) >= _GROUP_FILES or sum(len(g.write.rows) for g in group) >= _GROUP_ROWS:
+                writer.submit(group)
+                group = []
+            if stop.signal_name is not None:
+                break
+        writer.submit(group)
 
     def _changed(self, items: Iterable[Item], markers: dict[str, Any], fp: str, report: IndexReport,
                  stop: _StopFlag) -> Iterator[Item]:
@@ -236,6 +253,13 @@ class Indexer:
             yield it
 
     # -------------------------------------------------------------------------------------------- one group
+
+    def open_engines(self) -> None:
+        """Open what :meth:`flush` writes to (the lexical indexes, and the vector store of a dense index)."""
+        self.index.lexical("leaf")
+        self.index.lexical("summary")
+        if self.index.dense:
+            _ = self.index.vectors
 
     def flush(self, group: list[PreparedFile], report: IndexReport) -> None:
         """Embed, write and publish a group of prepared files; ``group`` is emptied.
@@ -440,3 +464,72 @@ def stat_of(path: str | os.PathLike[str]) -> tuple[int, int] | None:
         return None
     return st.st_size, st.st_mtime_ns
 
+
+class _GroupWriter:
+    """Writes prepared groups on a thread of its own, in order, while the caller chunks the next files.
+
+    Chunking is Python work under the GIL; writing is mostly SQLite, tantivy and the embedding model, which release
+    it, so the two overlap. At most ``depth`` groups wait (memory stays bounded). :meth:`close` waits for every
+    submitted group and re-raises what the thread raised; :meth:`abandon` (the run failed, or a second Ctrl-C) drops
+    the groups still waiting (the next run redoes them) and waits briefly for the one being written.
+    """
+
+    def __init__(self, indexer: Indexer, report: IndexReport, depth: int = 2) -> None:
+        self._indexer = indexer
+        self._report = report
+        self._queue: queue.Queue[list[PreparedFile] | None] = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._abandoned = False
+        self._opened = False
+        self._thread = threading.Thread(target=self._work, name="llmc-index-writer", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        while True:
+            group = self._queue.get()
+            if group is None:
+                return
+            if self._abandoned or self._error is not None:
+                continue
+            try:
+                self._indexer.flush(group, self._report)
+            except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
+                self._error = exc
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def submit(self, group: list[PreparedFile]) -> None:
+        """Queue ``group`` for writing (waits while ``depth`` groups are waiting)."""
+        self._raise()
+        if not group:
+            return
+        if not self._opened:  # the engines open here, in the caller's thread, which holds the index's lock
+            self._indexer.open_engines()
+            self._opened = True
+        while True:
+            try:
+                self._queue.put(group, timeout=0.1)
+                return
+            except queue.Full:
+                self._raise()
+                if not self._thread.is_alive():
+                    return
+
+    def close(self) -> None:
+        """Wait until every submitted group is written; re-raise what writing raised."""
+        self._queue.put(None)
+        self._thread.join()
+        self._raise()
+
+    def abandon(self) -> None:
+        """Drop the groups still waiting; wait a little for the one being written (its transaction is whole)."""
+        self._abandoned = True
+        while True:  # this thread is the only producer: once drained, the queue has room for the stop mark
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+        self._queue.put(None)
+        self._thread.join(timeout=5.0)

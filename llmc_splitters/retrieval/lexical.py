@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+from itertools import chain
 from collections.abc import Iterable, Sequence
 
 from ..errors import missing_dependency
@@ -66,12 +67,11 @@ def code_terms(text: str, *, stopwords: Iterable[str] = _STOPWORDS) -> list[str]
     Returns:
         Terms in order of appearance (repeats kept: BM25 counts them).
     """
+    if stopwords is _STOPWORDS:  # the index's path: every word's terms cached
+        return list(chain.from_iterable(map(_word_terms, _IDENT.findall(text))))
     stop = stopwords if isinstance(stopwords, (set, frozenset)) else frozenset(stopwords)
-    terms = _word_terms if stop is _STOPWORDS else functools.partial(_word_terms_uncached, stop=stop)
-    out: list[str] = []
-    for word in _IDENT.findall(text):
-        out.extend(terms(word))
-    return out
+    terms = functools.partial(_word_terms_uncached, stop=stop)
+    return list(chain.from_iterable(map(terms, _IDENT.findall(text))))
 
 
 def _word_terms_uncached(word: str, stop: frozenset[str] = _STOPWORDS) -> tuple[str, ...]:
