@@ -122,3 +122,18 @@ def test_no_expansion_flags() -> None:
 def test_bad_budget() -> None:
     with pytest.raises(ConfigurationError, match="max_context_tokens"):
         expand([send_hit()], 0, words)
+
+
+def test_a_skeleton_leaves_no_gap_where_lines_shown_verbatim_were() -> None:
+    """The hit is the class's head (header and docstring): the skeleton under it lists the methods, without the
+    docstring lines the hit shows and without the blank lines that stood around them."""
+    src = ('class Decoder:\n    """Decode things.\n\n    Many kinds of things.\n    """\n\n'
+           "    def decode(self, s):\n        return s\n\n    def raw(self, s):\n"
+           "        return s if s else None  # a long line that makes the class too big for the budget of this test\n")
+    skeleton = ('class Decoder:\n    """Decode things.\n\n    Many kinds of things.\n    """\n\n'
+                "    def decode(self, s): ...\n\n    def raw(self, s): ...\n")
+    scope = Scope(snip(1, 11, src=src), "class", header=snip(1, 1, src=src), skeleton=skeleton)
+    hit = HitContext(snip(1, 5, src=src, span_id="head"), 1.0, (scope,), ())
+    exp = expand([hit], 30, words)
+    shown = next(p for p in exp.pieces if p.kind == "skeleton").text
+    assert shown == "class Decoder:\n    def decode(self, s): ...\n\n    def raw(self, s): ...\n"

@@ -300,6 +300,8 @@ def _without_shown(skeleton: str, shown: set[str]) -> str:
         if text and text != "..." and text in shown:
             skip_under = _indent(line)
             continue
+        if not text and (len(out) == 1 or not out[-1].strip()):
+            continue  # no blank line under the header, nor two in a row (what was left out leaves no gap)
         out.append(line)
     return "".join(out)
 
