@@ -27,7 +27,6 @@ import functools
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -37,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import chroma_server as running_chroma
+from tests.helpers import index_contents, index_rows, index_sql, searched_ids
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
@@ -143,33 +143,6 @@ def _expected(repo: Path) -> set[tuple]:
     return out
 
 
-def _sql(index: Path, query: str) -> set[tuple]:
-    conn = sqlite3.connect(index / "llmc.sqlite3")
-    try:
-        return set(conn.execute(query))
-    finally:
-        conn.close()
-
-
-def _rows(index: Path) -> set[tuple]:
-    return _sql(index, "SELECT id, role, path, text FROM spans")
-
-
-# Every column of a span row but the table's own row number (which follows the order files were written in).
-_SPAN_COLUMNS = ("id, file, path, role, kind, name, tail, language, start_byte, end_byte, start_char, end_char, "
-                 "start_line, end_line, parent_id, token_count, text, metadata, embed_hash")
-
-
-def _everything(index: Path) -> tuple[set[tuple], set[tuple]]:
-    """Every column of every span row, and every file marker but its time and stat."""
-    return (_sql(index, f"SELECT {_SPAN_COLUMNS} FROM spans"),
-            _sql(index, "SELECT path, hash, settings, language, n_spans, n_leaves, bindings FROM files"))
-
-
-def _searched(index: Path) -> set[str]:
-    return {r[0] for r in _sql(index, "SELECT id FROM spans WHERE role != 'parent'")}
-
-
 def _vectors(sink: ChromaSink) -> dict[str, dict]:
     """Every record of the sink's collections (leaves, summaries): ``id -> {meta, vector}``."""
     client = sink.vectors().store.client
@@ -194,21 +167,21 @@ def test_ray_and_local_runs_write_the_same_records(cluster, chroma_server, repo,
     summary = _ray_run(repo, ManifestState(tmp_path / "sa"), tmp_path / "ia", a, tmp_path / "a.log")
     ray_seconds = time.perf_counter() - t
     _local_run(repo, ManifestState(tmp_path / "sb"), tmp_path / "ib", b, tmp_path / "b.log")
-    assert _everything(tmp_path / "ia") == _everything(tmp_path / "ib"), "same rows, metadata, views and markers"
-    assert _rows(tmp_path / "ia") == _expected(repo)
+    assert index_contents(tmp_path / "ia") == index_contents(tmp_path / "ib"), "same rows, metadata, views and markers"
+    assert index_rows(tmp_path / "ia") == _expected(repo)
     ray_vectors = _vectors(a)
     assert ray_vectors == _vectors(b), "same vector ids, metadata and vectors"
-    assert set(ray_vectors) == _searched(tmp_path / "ia"), "a vector per searched row, nothing else"
+    assert set(ray_vectors) == searched_ids(tmp_path / "ia"), "a vector per searched row, nothing else"
     assert (summary.files_planned, summary.files_chunked, summary.files_skipped) == (9, 8, 1)
     assert summary.reasons == {"skipped: binary": 1}
-    assert summary.spans_written == len(_rows(tmp_path / "ia"))
+    assert summary.spans_written == len(index_rows(tmp_path / "ia"))
     assert summary.spans_embedded == len(embedded_texts(str(tmp_path / "a.log")))
     # Lexical only: the index the serial CodeIndex writes.
     _ray_run(repo, ManifestState(tmp_path / "sl"), tmp_path / "lex", None, None)
     serial = CodeIndex(tmp_path / "serial", max_tokens=128)
     serial.index_texts({f"demo/{rel}": (repo / rel).read_text() for rel in TREE})
     serial.close()
-    assert _everything(tmp_path / "lex") == _everything(tmp_path / "serial")
+    assert index_contents(tmp_path / "lex") == index_contents(tmp_path / "serial")
     print(f"\n{summary}\nray run: {ray_seconds:.1f} s")
 
 
@@ -220,7 +193,7 @@ def test_running_again_changes_nothing(cluster, chroma_server, repo, collection,
     index = tmp_path / "index"
     log = tmp_path / "embed.log"
     _ray_run(repo, state, index, sink, log)
-    before, vectors = _everything(index), _vectors(sink)
+    before, vectors = index_contents(index), _vectors(sink)
     n_embedded = len(embedded_texts(str(log)))
     again = _ray_run(repo, state, index, sink, log)
     assert (again.files_planned, again.spans_written) == (0, 0)
@@ -229,7 +202,7 @@ def test_running_again_changes_nothing(cluster, chroma_server, repo, collection,
     assert full.files_planned == 9 and full.spans_written == len(before[0])
     assert full.spans_embedded == 0 and full.spans_cached > 0, "every vector comes from the cache"
     assert len(embedded_texts(str(log))) == n_embedded
-    assert _everything(index) == before
+    assert index_contents(index) == before
     assert _vectors(sink) == vectors
 
 
@@ -240,7 +213,7 @@ def test_changing_one_file_reembeds_only_its_spans(cluster, chroma_server, repo,
     state = ManifestState(tmp_path / "state")
     index = tmp_path / "index"
     _local_run(repo, state, index, sink, tmp_path / "first.log")  # the same index as a Ray run (see the first test)
-    before = _sql(index, "SELECT id, path, text, metadata, embed_hash FROM spans")
+    before = index_sql(index, "SELECT id, path, text, metadata, embed_hash FROM spans")
     old_hashes = {r[4] for r in before if r[4]}
     path = repo / "textwrap.py"
     path.write_text(path.read_text().replace("def dedent(text):", "def dedent(text):\n    # edited", 1))
@@ -253,12 +226,12 @@ def test_changing_one_file_reembeds_only_its_spans(cluster, chroma_server, repo,
     assert all(t.startswith(("demo/textwrap.py", "File: demo/textwrap.py")) for t in texts), texts
     # The texts of the edited file that no vector was cached for (the edited span, and the file summary, whose
     # symbol list shows the edited signature line).
-    fresh = {h for (h,) in _sql(index, "SELECT embed_hash FROM spans WHERE embed_hash IS NOT NULL")} - old_hashes
+    fresh = {h for (h,) in index_sql(index, "SELECT embed_hash FROM spans WHERE embed_hash IS NOT NULL")} - old_hashes
     assert len(texts) == summary.spans_embedded == len(fresh), "exactly the texts the cache had no vector for"
     assert summary.spans_cached > 0
-    assert _rows(index) == _expected(repo)
-    assert set(_vectors(sink)) == _searched(index)
-    after = _sql(index, "SELECT id, path, text, metadata, embed_hash FROM spans")
+    assert index_rows(index) == _expected(repo)
+    assert set(_vectors(sink)) == searched_ids(index)
+    after = index_sql(index, "SELECT id, path, text, metadata, embed_hash FROM spans")
     assert {r for r in after if r[1] != "demo/textwrap.py"} == {r for r in before if r[1] != "demo/textwrap.py"}, \
         "other files' rows are untouched"
 
@@ -270,16 +243,16 @@ def test_deleting_a_file_removes_its_spans(cluster, chroma_server, repo, collect
     state = ManifestState(tmp_path / "state")
     index = tmp_path / "index"
     _local_run(repo, state, index, sink, tmp_path / "first.log")
-    n_shlex = sum(1 for r in _rows(index) if r[2] == "demo/shlex.py")
+    n_shlex = sum(1 for r in index_rows(index) if r[2] == "demo/shlex.py")
     assert n_shlex > 0
     (repo / "shlex.py").unlink()
     commit(repo, "delete")
     log = tmp_path / "delete.log"
     summary = _ray_run(repo, state, index, sink, log)
     assert (summary.files_planned, summary.files_deleted, summary.spans_deleted) == (0, 1, n_shlex)
-    assert not [r for r in _rows(index) if "shlex" in r[2]]
+    assert not [r for r in index_rows(index) if "shlex" in r[2]]
     assert not [v for v in _vectors(sink).values() if "shlex" in v["meta"]["file"]]
-    assert _rows(index) == _expected(repo)
+    assert index_rows(index) == _expected(repo)
     assert embedded_texts(str(log)) == []
 
 
@@ -321,14 +294,14 @@ def test_a_killed_run_restarts_with_no_duplicate_and_no_missing_span(
         driver.wait(timeout=30)
     assert driver.returncode == -signal.SIGKILL
     time.sleep(3)  # let Ray reap the dead job's workers
-    assert _rows(index) != expected, "the run was killed part-way"
+    assert index_rows(index) != expected, "the run was killed part-way"
     assert ManifestState(state_dir).pending_keys(), "the dead run's paths are on record"
     done = _ray_run(repo, ManifestState(state_dir), index, sink, tmp_path / "restart.log")
     assert done.files_planned == 4 and done.files_deleted == 1
-    assert _rows(index) == expected, "no duplicate, no missing, no stale row"
-    assert set(_vectors(sink)) == _searched(index), "no duplicate, no missing, no stale vector"
+    assert index_rows(index) == expected, "no duplicate, no missing, no stale row"
+    assert set(_vectors(sink)) == searched_ids(index), "no duplicate, no missing, no stale vector"
     assert not (state_dir / "pending.json").exists()
-    assert _sql(index, "SELECT * FROM pending") == set() and _sql(index, "SELECT * FROM stale") == set()
+    assert index_sql(index, "SELECT * FROM pending") == set() and index_sql(index, "SELECT * FROM stale") == set()
 
 
 @pytest.mark.timeout(240)
@@ -344,10 +317,10 @@ def test_langchain_vectorstore_sink_built_in_the_workers(cluster, chroma_server,
     summary = run_ray(_plan(repo, state), sink, index=index, roots=str(repo), settings=S, state=state,
                       files_per_batch=2, chunk_num_cpus=0.5, write_num_cpus=0.5, write_batch_size=64, progress=None)
     assert summary.files_chunked == 8 and summary.spans_written == len(_expected(repo))
-    assert _rows(index) == _expected(repo)
+    assert index_rows(index) == _expected(repo)
     vs = chroma_vectorstore(host, port, collection)
     stored = vs._collection.get(include=[])["ids"]  # noqa: SLF001
-    assert set(stored) == _searched(index) and len(stored) == summary.spans_embedded
+    assert set(stored) == searched_ids(index) and len(stored) == summary.spans_embedded
     r = CodeRetriever(index=code_index(vs, path=str(index), max_tokens=128), k=3)
     assert r.get_symbol("split")[0].path == "demo/shlex.py"
     # It answers as an index built serially over the same kind of store does. (The ranking itself is the

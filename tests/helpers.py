@@ -123,3 +123,38 @@ def chroma_server(data: pathlib.Path) -> Iterator[tuple[str, int]]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+# ---------------------------------------------------------------------------------------- reading an index directly
+
+
+def index_sql(index: pathlib.Path, query: str) -> set[tuple]:
+    """The rows of a query on the span store of the index at ``index``."""
+    import sqlite3
+
+    conn = sqlite3.connect(index / "llmc.sqlite3")
+    try:
+        return set(conn.execute(query))
+    finally:
+        conn.close()
+
+
+def index_rows(index: pathlib.Path) -> set[tuple]:
+    """``(id, role, path, text)`` of every span row."""
+    return index_sql(index, "SELECT id, role, path, text FROM spans")
+
+
+# Every column of a span row but the table's own row number (which follows the order files were written in).
+_SPAN_COLUMNS = ("id, file, path, role, kind, name, tail, language, start_byte, end_byte, start_char, end_char, "
+                 "start_line, end_line, parent_id, token_count, text, metadata, embed_hash")
+
+
+def index_contents(index: pathlib.Path) -> tuple[set[tuple], set[tuple]]:
+    """Every column of every span row, and every file marker but its time and stat."""
+    return (index_sql(index, f"SELECT {_SPAN_COLUMNS} FROM spans"),
+            index_sql(index, "SELECT path, hash, settings, language, n_spans, n_leaves, bindings FROM files"))
+
+
+def searched_ids(index: pathlib.Path) -> set[str]:
+    """Ids of the rows that are searched (leaves and summaries)."""
+    return {r[0] for r in index_sql(index, "SELECT id FROM spans WHERE role != 'parent'")}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -15,7 +14,7 @@ pytest.importorskip("chromadb")
 pytest.importorskip("tantivy")
 
 from fakes import CountingEmbedding, commit, git  # noqa: E402
-from helpers import DATA  # noqa: E402
+from helpers import DATA, index_contents, index_rows, index_sql, searched_ids  # noqa: E402
 from llmc_splitters.errors import ConfigurationError  # noqa: E402
 from llmc_splitters.ingest import IngestSettings, chunk_batch, chunk_file, settings_fingerprint  # noqa: E402
 from llmc_splitters.ingest.manifest import ManifestState, filter_manifest, git_manifest  # noqa: E402
@@ -60,33 +59,6 @@ def _expected(root: Path, repository: str = "demo") -> set[tuple]:
     return out
 
 
-def _sql(index: Path, query: str) -> set[tuple]:
-    conn = sqlite3.connect(index / "llmc.sqlite3")
-    try:
-        return set(conn.execute(query))
-    finally:
-        conn.close()
-
-
-def _rows(index: Path) -> set[tuple]:
-    return _sql(index, "SELECT id, role, path, text FROM spans")
-
-
-# Every column of a span row but the table's own row number (which follows the order files were written in).
-_SPAN_COLUMNS = ("id, file, path, role, kind, name, tail, language, start_byte, end_byte, start_char, end_char, "
-                 "start_line, end_line, parent_id, token_count, text, metadata, embed_hash")
-
-
-def _everything(index: Path) -> tuple[set[tuple], set[tuple]]:
-    """Every column of every span row, and every file marker but its time and stat."""
-    return (_sql(index, f"SELECT {_SPAN_COLUMNS} FROM spans"),
-            _sql(index, "SELECT path, hash, settings, language, n_spans, n_leaves, bindings FROM files"))
-
-
-def _searched(index: Path) -> set[str]:
-    return {r[0] for r in _sql(index, "SELECT id FROM spans WHERE role != 'parent'")}
-
-
 def _vector_ids(index: Path) -> set[str]:
     """The ids embedded Chroma holds in ``index/chroma`` (where CodeIndex(path=index) keeps vectors)."""
     from llmc_splitters.retrieval.store import ChromaStore
@@ -117,26 +89,26 @@ def test_local_run_is_idempotent_and_incremental(repo: Path, tmp_path: Path) -> 
     model = CountingEmbedding()
     first = _run(repo, state, index, model)
     expected = _expected(repo)
-    assert _rows(index) == expected
+    assert index_rows(index) == expected
     assert (first.files_chunked, first.files_skipped, first.files_failed) == (6, 1, 0)
     assert first.reasons == {"skipped: binary": 1}
     assert first.spans_written == len(expected)
     assert first.spans_embedded == len(set(model.calls)) > 0
-    assert _vector_ids(index) == _searched(index), "a vector per searched row, nothing else"
-    assert _sql(index, "SELECT * FROM pending") == set(), "the lexical index and the vectors are settled"
+    assert _vector_ids(index) == searched_ids(index), "a vector per searched row, nothing else"
+    assert index_sql(index, "SELECT * FROM pending") == set(), "the lexical index and the vectors are settled"
     assert "chunk:" in str(first) and "embed:" in str(first) and "write:" in str(first)
 
     # Nothing changed: nothing read, nothing embedded, the same records.
     model.calls.clear()
     again = _run(repo, state, index, model)
     assert (again.files_planned, again.spans_written, model.calls) == (0, 0, [])
-    assert _rows(index) == expected
+    assert index_rows(index) == expected
 
     # A full re-run over the populated index rewrites the same ids; every vector comes from the cache.
     full = _run(repo, state, index, model, full=True)
     assert full.files_planned == 7 and full.spans_written == len(expected)
     assert full.spans_embedded == 0 and full.spans_cached > 0 and model.calls == []
-    assert _rows(index) == expected and _vector_ids(index) == _searched(index)
+    assert index_rows(index) == expected and _vector_ids(index) == searched_ids(index)
 
     # One file edited, one deleted: only the edited file's new texts are embedded; the deleted one's rows go.
     path = repo / "pkg" / "textwrap.py"
@@ -148,8 +120,8 @@ def test_local_run_is_idempotent_and_incremental(repo: Path, tmp_path: Path) -> 
     assert (edit.files_planned, edit.files_deleted, edit.spans_deleted) == (1, 1, n_events)
     assert model.calls and all("demo/pkg/textwrap.py" in t for t in model.calls)
     assert len(model.calls) <= 3, "spans whose text did not change keep their vectors"
-    assert _rows(index) == _expected(repo)
-    assert _vector_ids(index) == _searched(index), "the vectors of replaced and removed rows are deleted"
+    assert index_rows(index) == _expected(repo)
+    assert _vector_ids(index) == searched_ids(index), "the vectors of replaced and removed rows are deleted"
 
     # The index is a CodeIndex: the retriever searches it as it is.
     r = CodeRetriever(path=str(index), embedding=HashingEmbedding(64), max_tokens=128)
@@ -181,12 +153,12 @@ def test_an_interrupted_run_is_completed_by_the_next(repo: Path, tmp_path: Path,
     monkeypatch.setattr(writer, "_GROUP_FILES", 1)  # one file per transaction, so the run dies between two
     with pytest.raises(KeyboardInterrupt):
         _run(repo, state, index, Dies(), files_per_batch=1)
-    assert _rows(index) != _expected(repo), "the dead run left the index part-way"
+    assert index_rows(index) != _expected(repo), "the dead run left the index part-way"
     assert state.pending_keys()
     done = _run(repo, state, index, CountingEmbedding())
     assert done.files_planned == 2 and done.files_deleted == 1
-    assert _rows(index) == _expected(repo), "no duplicate, no missing, no stale record"
-    assert _vector_ids(index) == _searched(index)
+    assert index_rows(index) == _expected(repo), "no duplicate, no missing, no stale record"
+    assert _vector_ids(index) == searched_ids(index)
     assert not state.pending.exists()
     assert CodeIndex(index, embedding=HashingEmbedding(64), max_tokens=128).status()["pending"] == []
 
@@ -194,8 +166,8 @@ def test_an_interrupted_run_is_completed_by_the_next(repo: Path, tmp_path: Path,
 def test_process_pool_and_serial_chunking_write_the_same_index(repo: Path, tmp_path: Path) -> None:
     _run(repo, ManifestState(tmp_path / "sa"), tmp_path / "a", CountingEmbedding(), workers=0)
     _run(repo, ManifestState(tmp_path / "sb"), tmp_path / "b", CountingEmbedding(), workers=2)
-    assert _everything(tmp_path / "a") == _everything(tmp_path / "b")
-    assert _rows(tmp_path / "a") == _expected(repo)
+    assert index_contents(tmp_path / "a") == index_contents(tmp_path / "b")
+    assert index_rows(tmp_path / "a") == _expected(repo)
     assert _vector_ids(tmp_path / "a") == _vector_ids(tmp_path / "b")
 
 
@@ -205,7 +177,7 @@ def test_the_pipeline_writes_the_index_codeindex_writes(repo: Path, tmp_path: Pa
     idx = CodeIndex(serial, embedding=HashingEmbedding(64), max_tokens=128)
     idx.index_directory(repo, include=("*",))
     idx.close()
-    assert _everything(ingested) == _everything(serial), "same rows, metadata, views, cache keys and markers"
+    assert index_contents(ingested) == index_contents(serial), "same rows, metadata, views, cache keys and markers"
     assert _vector_ids(ingested) == _vector_ids(serial)
     # CodeIndex over the ingested index finds nothing to do: same content hashes, same settings.
     model = CountingEmbedding()
@@ -217,7 +189,7 @@ def test_a_skipped_file_loses_its_old_version_and_a_failed_one_keeps_it(repo: Pa
     index = tmp_path / "index"
     state = ManifestState(tmp_path / "state")
     _run(repo, state, index, source="worktree")
-    before = {r for r in _rows(index) if r[2] == "demo/scripts/deploy.sh"}
+    before = {r for r in index_rows(index) if r[2] == "demo/scripts/deploy.sh"}
     (repo / "pkg" / "decoder.py").write_bytes(b"\x00\x01 now a binary file")
     deploy = repo / "scripts" / "deploy.sh"
     deploy.write_text(deploy.read_text() + "\necho committed\n")
@@ -226,7 +198,7 @@ def test_a_skipped_file_loses_its_old_version_and_a_failed_one_keeps_it(repo: Pa
     run = _run(repo, state, index, source="worktree")
     assert (run.files_skipped, run.files_failed) == (1, 1)
     assert [f[1] for f in run.failed] == ["scripts/deploy.sh"]
-    rows = _rows(index)
+    rows = index_rows(index)
     assert not [r for r in rows if r[2] == "demo/pkg/decoder.py"], "skipped for good: its old version is gone"
     assert {r for r in rows if r[2] == "demo/scripts/deploy.sh"} == before, "failed: the old version stays"
     failed = CodeIndex(index, max_tokens=128).status()["failed"]
@@ -253,7 +225,7 @@ def test_the_writer_reassembles_files_from_rows_in_any_order_and_batching(tmp_pa
 
     write([cols], tmp_path / "whole")
     write([{c: [cols[c][i] for i in order[j : j + 3]] for c in cols} for j in range(0, n, 3)], tmp_path / "shuffled")
-    assert _everything(tmp_path / "whole") == _everything(tmp_path / "shuffled")
+    assert index_contents(tmp_path / "whole") == index_contents(tmp_path / "shuffled")
 
 
 def test_the_writer_refuses_rows_of_another_model_before_writing_any(repo: Path, tmp_path: Path) -> None:
@@ -262,7 +234,7 @@ def test_the_writer_refuses_rows_of_another_model_before_writing_any(repo: Path,
 
     index = tmp_path / "index"
     _run(repo, ManifestState(tmp_path / "state"), index, CountingEmbedding())
-    before = _everything(index)
+    before = index_contents(index)
     sink = ChromaSink(path=str(index / "chroma"))
     recorded = recorded_embedding(index)
     assert recorded == embedding_name(CountingEmbedding())
@@ -272,7 +244,7 @@ def test_the_writer_refuses_rows_of_another_model_before_writing_any(repo: Path,
     with pytest.raises(ConfigurationError, match="hashing:32"):
         w.feed(rows)
     w.close()
-    assert _everything(index) == before
+    assert index_contents(index) == before
 
 
 def test_the_wrapped_vector_stores_still_say_where_they_live() -> None:
@@ -333,8 +305,8 @@ def test_langchain_sink_feeds_a_retriever_over_the_same_index(repo: Path, tmp_pa
     state = ManifestState(tmp_path / "state")
     first = _run(repo, state, index, sink=LangChainSink(_vectorstore))
     vs = _vectorstore()
-    assert _rows(index) == _expected(repo)
-    assert set(vs.store) == _searched(index), "the vector store holds the searched rows, nothing else"
+    assert index_rows(index) == _expected(repo)
+    assert set(vs.store) == searched_ids(index), "the vector store holds the searched rows, nothing else"
     assert first.spans_embedded == len(vs.store)
     r = CodeRetriever(index=code_index(vs, path=str(index), max_tokens=128), k=1)
     hit = r.search("dedent common leading whitespace", k=1).hits[0].span
@@ -344,7 +316,7 @@ def test_langchain_sink_feeds_a_retriever_over_the_same_index(repo: Path, tmp_pa
     commit(repo, "drop")
     _run(repo, state, index, sink=LangChainSink(_vectorstore))
     assert not any("events.js" in v["metadata"]["file"] for v in vs.store.values())
-    assert set(vs.store) == _searched(index)
+    assert set(vs.store) == searched_ids(index)
     _STORES.clear()
 
 

@@ -151,6 +151,27 @@ def commit(plan: Plan, state: ManifestState | None, summary: IngestSummary, prog
 # --------------------------------------------------------------------------------------------------- run_local
 
 
+def write_all(writer: IndexWriter, batches: Iterable[Mapping[str, Any]], plan: Plan, state: ManifestState | None,
+              summary: IngestSummary, progress: ProgressFn | None, t0: float) -> IngestSummary:
+    """The end of a run, local or Ray: feed every batch to the one writer, delete the files the plan removes, close
+    the writer (whatever happens), then commit the manifest; ``summary`` gets the times (``t0``: the run's start)."""
+    try:
+        for batch in batches:
+            writer.feed(batch)
+        writer.finish()
+        summary.seconds["chunk+embed+write"] = time.perf_counter() - t0
+        t = time.perf_counter()
+        writer.remove(deleted_paths(plan))
+        summary.seconds["delete"] = time.perf_counter() - t
+    finally:
+        writer.close()
+    if progress:
+        progress("delete", summary)
+    commit(plan, state, summary, progress)
+    summary.seconds["total"] = time.perf_counter() - t0
+    return summary
+
+
 def _batches(items: Sequence[Mapping[str, Any]], size: int) -> Iterator[dict[str, list[Any]]]:
     for i in range(0, len(items), size):
         part = items[i : i + size]
@@ -240,21 +261,8 @@ def run_local(
     writer = IndexWriter(lambda _: open_index(directory, settings, vectors, embedding),
                          embedding=embedding_name(embedding), recorded=None, summary=summary, progress=progress,
                          view_here=True)
-    try:
-        for batch in _chunked(items, settings, workers=workers, files_per_batch=files_per_batch, source=source):
-            writer.feed(batch)
-        writer.finish()
-        summary.seconds["chunk+embed+write"] = time.perf_counter() - t0
-        t = time.perf_counter()
-        writer.remove(deleted_paths(plan))
-        summary.seconds["delete"] = time.perf_counter() - t
-    finally:
-        writer.close()
-    if progress:
-        progress("delete", summary)
-    commit(plan, state, summary, progress)
-    summary.seconds["total"] = time.perf_counter() - t0
-    return summary
+    batches = _chunked(items, settings, workers=workers, files_per_batch=files_per_batch, source=source)
+    return write_all(writer, batches, plan, state, summary, progress, t0)
 
 
 def entries_from_items(items: Iterable[Mapping[str, Any]]) -> list[ManifestEntry]:

@@ -48,12 +48,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, missing_dependency
 from .manifest import ManifestState, Plan
-from .pipeline import check_index, check_plan, check_sink, commit, deleted_paths, open_index, plan_items
+from .pipeline import check_index, check_plan, check_sink, open_index, plan_items, write_all
 from .rows import INT_COLUMNS, IngestSettings, read_chunk_batch
 from .stages import EmbedStage, WriteStage
 from .summary import IngestSummary, ProgressFn, log_progress
@@ -228,44 +228,35 @@ def run_ray(
     # Only the embed actors know a model's name; a vector store that embeds names its own.
     known = store_model.name if store_model is not None else ("none" if sink is None else None)
     writer = IndexWriter(open_for, embedding=known, recorded=recorded, summary=summary, progress=progress)
-    try:
-        if items:
-            blocks = max(1, math.ceil(len(items) / files_per_batch))
-            ds = ray.data.from_items(items, override_num_blocks=blocks)
+
+    def batches() -> Iterator[Any]:
+        if not items:
+            return
+        blocks = max(1, math.ceil(len(items) / files_per_batch))
+        ds = ray.data.from_items(items, override_num_blocks=blocks)
+        ds = ds.map_batches(
+            _read_chunk, fn_kwargs={"settings": settings, "source": source}, batch_size=files_per_batch,
+            # The memory reservation also keeps Ray from fusing chunking into the embed actors (it fuses stages
+            # with equal resource requests), where it would run serially with the model instead of as tasks.
+            num_cpus=chunk_num_cpus, memory=chunk_memory,
+        )
+        if embedding_factory is not None:
             ds = ds.map_batches(
-                _read_chunk, fn_kwargs={"settings": settings, "source": source}, batch_size=files_per_batch,
-                # The memory reservation also keeps Ray from fusing chunking into the embed actors (it fuses stages
-                # with equal resource requests), where it would run serially with the model instead of as tasks.
-                num_cpus=chunk_num_cpus, memory=chunk_memory,
+                _Embed,
+                fn_constructor_kwargs={"embedding_factory": embedding_factory, "sink": sink,
+                                       "batch_size": embed_model_batch},
+                batch_size=embed_batch_size, compute=_pool(embed_concurrency), num_cpus=embed_num_cpus,
+                num_gpus=embed_num_gpus or None,
             )
-            if embedding_factory is not None:
-                ds = ds.map_batches(
-                    _Embed,
-                    fn_constructor_kwargs={"embedding_factory": embedding_factory, "sink": sink,
-                                           "batch_size": embed_model_batch},
-                    batch_size=embed_batch_size, compute=_pool(embed_concurrency), num_cpus=embed_num_cpus,
-                    num_gpus=embed_num_gpus or None,
-                )
-            if sink is not None and sink.embeds_itself:
-                # The vector store embeds what it stores: one actor per writer, so its model loads once.
-                ds = ds.map_batches(_Write, fn_constructor_kwargs={"sink": sink}, batch_size=write_batch_size,
-                                    compute=_pool(write_concurrency), num_cpus=write_num_cpus)
-            elif sink is not None:
-                # A store client is cheap: plain tasks (pooled workers, no actor start-up per run).
-                ds = ds.map_batches(_write_task, fn_kwargs={"sink": sink}, batch_size=write_batch_size,
-                                    compute=ray.data.TaskPoolStrategy(size=_max(write_concurrency)),
-                                    num_cpus=write_num_cpus)
-            for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-                writer.feed(batch)
-        writer.finish()
-        summary.seconds["chunk+embed+write"] = time.perf_counter() - t0
-        t = time.perf_counter()
-        writer.remove(deleted_paths(plan))
-        summary.seconds["delete"] = time.perf_counter() - t
-    finally:
-        writer.close()
-    if progress:
-        progress("delete", summary)
-    commit(plan, state, summary, progress)
-    summary.seconds["total"] = time.perf_counter() - t0
-    return summary
+        if sink is not None and sink.embeds_itself:
+            # The vector store embeds what it stores: one actor per writer, so its model loads once.
+            ds = ds.map_batches(_Write, fn_constructor_kwargs={"sink": sink}, batch_size=write_batch_size,
+                                compute=_pool(write_concurrency), num_cpus=write_num_cpus)
+        elif sink is not None:
+            # A store client is cheap: plain tasks (pooled workers, no actor start-up per run).
+            ds = ds.map_batches(_write_task, fn_kwargs={"sink": sink}, batch_size=write_batch_size,
+                                compute=ray.data.TaskPoolStrategy(size=_max(write_concurrency)),
+                                num_cpus=write_num_cpus)
+        yield from ds.iter_batches(batch_size=None, batch_format="numpy")
+
+    return write_all(writer, batches(), plan, state, summary, progress, t0)

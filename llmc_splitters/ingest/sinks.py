@@ -28,7 +28,37 @@ _GET_RETRIES = 6
 _TRANSIENT = ("hnsw segment reader", "Nothing found on disk")
 
 
-class ChromaVectors:
+class ForwardingVectors:
+    """A vector store that forwards to the one it wraps (``self.store``): open, delete, query, count, and whatever
+    else the store offers (``describe()``: where its vectors live, which the index records). Subclasses change
+    what they must (how records are upserted)."""
+
+    store: Any
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "store":
+            raise AttributeError(name)
+        return getattr(self.store, name)
+
+    def open(self, embedding_name: str, *, reset: bool = False) -> None:
+        """Open the store for vectors of ``embedding_name`` (another model's are refused)."""
+        self.store.open(embedding_name, reset=reset)
+
+    def delete(self, *, ids: Sequence[str]) -> None:
+        """Delete records by id."""
+        self.store.delete(ids=ids)
+
+    def query(self, vector: list[float], n: int, **kwargs: Any) -> list[tuple[str, float]]:
+        """The store's nearest records (see :meth:`ChromaStore.query
+        <llmc_splitters.retrieval.store.ChromaStore.query>`)."""
+        return self.store.query(vector, n, **kwargs)
+
+    def count(self) -> int:
+        """Number of records."""
+        return int(self.store.count())
+
+
+class ChromaVectors(ForwardingVectors):
     """A Chroma collection as the vector store of an index, with an embedding cache that any worker can read.
 
     Every record it writes carries ``embed_hash`` (the cache key of its embedded view: the hash of the model's name
@@ -51,15 +81,9 @@ class ChromaVectors:
     def __repr__(self) -> str:
         return f"ChromaVectors({self.store!r})"
 
-    def __getattr__(self, name: str) -> Any:
-        # Whatever else the store offers (describe(): where its vectors live, which the index records).
-        if name == "store":
-            raise AttributeError(name)
-        return getattr(self.store, name)
-
     def open(self, embedding_name: str, *, reset: bool = False) -> None:
         """Open the collection for vectors of ``embedding_name`` (another model's collection is refused)."""
-        self.store.open(embedding_name, reset=reset)
+        super().open(embedding_name, reset=reset)
         self.embedding_name = embedding_name
 
     def upsert(self, records: Sequence[Any]) -> None:
@@ -71,18 +95,6 @@ class ChromaVectors:
             # here; a record that already carries one keeps it.
             r.metadata.setdefault("embed_hash", sha(f"{self.embedding_name}\x00{r.document}"))
         self.store.upsert(records)
-
-    def delete(self, *, ids: Sequence[str]) -> None:
-        """Delete records by id."""
-        self.store.delete(ids=ids)
-
-    def query(self, vector: list[float], n: int, **kwargs: Any) -> list[tuple[str, float]]:
-        """Nearest records (see :meth:`ChromaStore.query <llmc_splitters.retrieval.store.ChromaStore.query>`)."""
-        return self.store.query(vector, n, **kwargs)
-
-    def count(self) -> int:
-        """Number of records."""
-        return self.store.count()
 
     def _get(self, role: str, **kwargs: Any) -> Any:
         """``get`` on the collection of a role's vectors, retried on the server's transient "hnsw segment reader"

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, LlmcError
 from .rows import SEARCHED_ROLES, _value, prepared_file, view_row
+from .sinks import ForwardingVectors
 
 if TYPE_CHECKING:
     from ..retrieval.index import CodeIndex
@@ -67,7 +68,7 @@ class WorkerModel:
         return self.embed_documents([text])[0]
 
 
-class WrittenByWorkers:
+class WrittenByWorkers(ForwardingVectors):
     """The driver's handle on a vector store that the Ray workers write.
 
     The rows of a group reach the writer after their vectors were upserted by the workers, so the upserts of a
@@ -87,33 +88,11 @@ class WrittenByWorkers:
     def __repr__(self) -> str:
         return f"WrittenByWorkers({self.store!r})"
 
-    def __getattr__(self, name: str) -> Any:
-        # Whatever else the store offers (describe(): where its vectors live, which the index records).
-        if name == "store":
-            raise AttributeError(name)
-        return getattr(self.store, name)
-
-    def open(self, embedding_name: str, *, reset: bool = False) -> None:
-        """Open the store (refusing another model's vectors)."""
-        self.store.open(embedding_name, reset=reset)
-
     def upsert(self, records: Sequence[Any]) -> None:
         """Upsert the records the workers did not write."""
         rest = [r for r in records if r.id not in self.written]
         if rest:
             self.store.upsert(rest)
-
-    def delete(self, *, ids: Sequence[str]) -> None:
-        """Delete records by id."""
-        self.store.delete(ids=ids)
-
-    def query(self, vector: list[float], n: int, **kwargs: Any) -> list[tuple[str, float]]:
-        """The store's nearest records."""
-        return self.store.query(vector, n, **kwargs)
-
-    def count(self) -> int:
-        """The store's record count."""
-        return int(self.store.count())
 
 
 def recorded_embedding(directory: str | os.PathLike[str]) -> str | None:

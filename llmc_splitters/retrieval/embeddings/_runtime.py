@@ -27,7 +27,7 @@ from typing import Any
 
 from ...errors import ConfigurationError
 
-__all__ = ["LazyModel", "cache_root", "cached_build", "files_digest", "no_tqdm", "offline_hub", "quiet",
+__all__ = ["LazyModel", "cache_root", "cached_build", "dist_version", "files_digest", "no_tqdm", "offline_hub", "quiet",
            "root_logging_off", "shared"]
 
 _shared_lock = threading.Lock()
@@ -180,6 +180,16 @@ def root_logging_off() -> Iterator[None]:
         logging.disable(previous)
         if null is not None:
             root.removeHandler(null)
+
+
+def dist_version(dist: str) -> str:
+    """The installed version of a distribution, ``"missing"`` when it is not installed (part of a build's cache key)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "missing"
 
 
 def cache_root() -> Path:

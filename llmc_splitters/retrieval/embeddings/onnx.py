@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigurationError, LlmcError, missing_dependency
-from ._runtime import cache_root, cached_build, files_digest, offline_hub, quiet, root_logging_off
+from ._runtime import (
+    cache_root,
+    cached_build,
+    dist_version,
+    files_digest,
+    offline_hub,
+    quiet,
+    root_logging_off,
+)
 from .minilm import SentenceModelDir, _DirBackend, bundled_minilm_path, clean_text, require
 
 __all__ = ["OnnxEmbedding", "OnnxMiniLMEmbedding", "export_onnx"]
@@ -26,15 +34,6 @@ __all__ = ["OnnxEmbedding", "OnnxMiniLMEmbedding", "export_onnx"]
 _RECIPE = 1
 _OPSET = 17
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-
-
-def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "missing"
 
 
 def export_onnx(files: SentenceModelDir, out_dir: Path, *, quantize: bool) -> Path:
@@ -173,8 +172,8 @@ class OnnxEmbedding(_DirBackend):
         """What the exported model depends on (its cache directory is named by this)."""
         return {"source": files_digest(self.files.path), "recipe": _RECIPE, "opset": _OPSET,
                 "quantize": "int8-matmul-per-channel" if self.quantize else "fp32",
-                "torch": _version("torch"), "transformers": _version("transformers"), "onnx": _version("onnx"),
-                "onnxruntime": _version("onnxruntime")}
+                "torch": dist_version("torch"), "transformers": dist_version("transformers"),
+                "onnx": dist_version("onnx"), "onnxruntime": dist_version("onnxruntime")}
 
     def model_file(self) -> Path:
         """The exported (and quantized) ``model.onnx``, made at first call and cached."""

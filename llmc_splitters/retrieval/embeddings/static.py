@@ -13,21 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigurationError, LlmcError
-from ._runtime import cached_build, files_digest, no_tqdm, offline_hub, quiet
+from ._runtime import cached_build, dist_version, files_digest, no_tqdm, offline_hub, quiet
 from .minilm import SentenceModelDir, _DirBackend, bundled_minilm_path, clean_text, require
 
 __all__ = ["StaticEmbedding", "StaticMiniLMEmbedding", "distill_static"]
 
 _RECIPE = 1
-
-
-def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "missing"
 
 
 def distill_static(files: SentenceModelDir, out_dir: Path, *, dimension: int) -> None:
@@ -98,8 +89,8 @@ class StaticEmbedding(_DirBackend):
     def cache_key(self) -> dict[str, Any]:
         """What the distilled model depends on (its cache directory is named by this)."""
         return {"source": files_digest(self.files.path), "recipe": _RECIPE, "dimension": self._dimension,
-                "model2vec": _version("model2vec"), "torch": _version("torch"),
-                "transformers": _version("transformers")}
+                "model2vec": dist_version("model2vec"), "torch": dist_version("torch"),
+                "transformers": dist_version("transformers")}
 
     def model_dir(self) -> Path:
         """The distilled model's directory, made at first call and cached."""
