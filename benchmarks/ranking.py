@@ -1,0 +1,358 @@
+"""The ranking tune set: code-search questions and bug reports over real repositories, scored on files and spans.
+
+    python -m benchmarks.ranking                          # lexical and hybrid, every question
+    python -m benchmarks.ranking --mode lexical           # BM25 only (no model)
+    python -m benchmarks.ranking --repos pallets/flask,honojs/hono --kinds symbol,bug
+    python -m benchmarks.ranking --ablate all             # each ranking rule off in turn (lexical and hybrid)
+
+The set (``benchmarks/tuneset/``, written by the team; see its README) holds code-search questions of three kinds
+(``behaviour``: how something is implemented, in words; ``architecture``: how the code is organised; ``symbol``: where
+a named entity is defined) and bug reports (a fix commit's message as the question, the definitions it edits as
+gold), over repositories pinned by commit. Each repository is indexed once per mode with
+:class:`~llmc_splitters.retrieval.CodeRetriever` (``index_directory`` with its default file selection), then every
+question is asked through the public API: ``search(q, k=50)`` for the rankings and ``retrieve(q,
+max_context_tokens=B)`` for the replies.
+
+Metrics, per question, then averaged over questions (overall, per kind, per language, per repository):
+
+* ``file_ndcg``: NDCG@10 of the ranked distinct files (``SearchResult.files`` when the library has it, else the
+  hits collapsed to files in rank order) against the gold files (binary relevance);
+* ``span_ndcg``: NDCG@10 of the first 10 hits; a hit is relevant when it overlaps a gold definition not already
+  credited to an earlier hit (each gold definition counts once);
+* ``hit@1/5/10``: a gold file among the first 1/5/10 distinct files;
+* ``recall@B``: the share of gold definitions the reply at ``B`` tokens shows (at least half of each one's lines in
+  some piece of the same file), for B = 1,024, 2,048 and 4,096.
+
+Repositories come from ``$LLMC_TUNE_SOURCES/<owner>+<name>`` when that holds the checkout, else are exported from a
+git mirror (``$LLMC_TUNE_MIRRORS/<owner>+<name>/repo``, a bare clone with the pinned commit; the tool's ``fetch``
+puts them under ``/work/.mirror``) into the cache. Nothing is downloaded here.
+
+Results: ``benchmarks/results/ranking[-TAG].json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+TUNESET = HERE / "tuneset"
+RESULTS = HERE / "results"
+CACHE = Path(os.environ.get("LLMC_BENCH_CACHE", Path.home() / ".cache" / "llmc-bench")) / "tune"
+BUDGETS = (1024, 2048, 4096)
+KINDS = ("behaviour", "architecture", "symbol", "bug")
+METRICS = ("file_ndcg", "span_ndcg", "hit@1", "hit@5", "hit@10", *(f"recall@{b}" for b in BUDGETS))
+
+
+@dataclass(frozen=True)
+class Gold:
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None = None
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    repo: str
+    kind: str
+    text: str
+    gold: tuple[Gold, ...]
+    language: str
+
+    @property
+    def gold_files(self) -> list[str]:
+        return sorted({g.path for g in self.gold})
+
+
+@dataclass
+class Repo:
+    repo: str
+    commit: str
+    language: str
+    questions: list[Question] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return self.repo.replace("/", "+")
+
+
+def load_tuneset(root: Path = TUNESET, repos: Iterable[str] | None = None,
+                 kinds: Iterable[str] | None = None) -> list[Repo]:
+    """The pinned repositories with their questions (``questions/*.jsonl`` and ``bugs/*.jsonl``)."""
+    wanted = set(repos) if repos else None
+    keep = set(kinds) if kinds else set(KINDS)
+    out = []
+    for spec in json.loads((root / "repos.json").read_text()):
+        if wanted is not None and spec["repo"] not in wanted:
+            continue
+        r = Repo(spec["repo"], spec["commit"], spec["language"])
+        for sub in ("questions", "bugs"):
+            f = root / sub / f"{r.key}.jsonl"
+            if not f.is_file():
+                continue
+            for line in f.read_text(encoding="utf-8").splitlines():
+                if not line.strip():
+                    continue
+                q = json.loads(line)
+                if q["kind"] not in keep:
+                    continue
+                gold = tuple(Gold(g["path"], g["start_line"], g["end_line"], g.get("symbol")) for g in q["gold"])
+                r.questions.append(Question(q["id"], r.repo, q["kind"], q["question"], gold, r.language))
+        if r.questions:
+            out.append(r)
+    return out
+
+
+def source_tree(repo: Repo) -> Path:
+    """The repository's files at the pinned commit (see the module docstring for where they come from)."""
+    given = os.environ.get("LLMC_TUNE_SOURCES")
+    if given and (Path(given) / repo.key).is_dir():
+        return Path(given) / repo.key
+    dest = CACHE / "src" / f"{repo.key}@{repo.commit[:12]}"
+    if dest.is_dir():
+        return dest
+    mirror = Path(os.environ.get("LLMC_TUNE_MIRRORS", "/work/.mirror")) / repo.key / "repo"
+    if not mirror.is_dir():
+        msg = (f"no source for {repo.repo}@{repo.commit[:12]}: put a checkout in $LLMC_TUNE_SOURCES/{repo.key} or a "
+               f"bare clone holding that commit in $LLMC_TUNE_MIRRORS/{repo.key}/repo")
+        raise SystemExit(msg)
+    tmp = Path(tempfile.mkdtemp(dir=CACHE.parent if CACHE.parent.exists() else None))
+    archive = subprocess.run(["git", "-C", str(mirror), "archive", repo.commit], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(dest)
+    return dest
+
+
+# ------------------------------------------------------------------------------------------------------ metrics
+
+
+def _dcg(rels: Sequence[float]) -> float:
+    return sum(r / math.log2(i + 2) for i, r in enumerate(rels))
+
+
+def ndcg(rels: Sequence[float], n_relevant: int, k: int = 10) -> float:
+    """NDCG@k of binary relevances in rank order, against an ideal list holding ``n_relevant`` relevant items."""
+    ideal = _dcg([1.0] * min(n_relevant, k))
+    return _dcg(list(rels[:k])) / ideal if ideal else 0.0
+
+
+def _overlaps(g: Gold, path: str | None, start: int, end: int) -> bool:
+    return path == g.path and start <= g.end_line and end >= g.start_line
+
+
+def ranked_files(result: Any) -> list[str]:
+    """The distinct files of a search result, best first: its ``files`` when it has them, else its hits'."""
+    files = getattr(result, "files", None)
+    if files is not None:
+        return [f.path for f in files]
+    seen: list[str] = []
+    for h in result.hits:
+        p = h.span.path
+        if p is not None and p not in seen:
+            seen.append(p)
+    return seen
+
+
+def score_ranking(q: Question, result: Any) -> dict[str, float]:
+    """File and span metrics of one search result."""
+    gold_files = set(q.gold_files)
+    files = ranked_files(result)
+    out = {"file_ndcg": ndcg([1.0 if f in gold_files else 0.0 for f in files], len(gold_files))}
+    for k in (1, 5, 10):
+        out[f"hit@{k}"] = 1.0 if gold_files & set(files[:k]) else 0.0
+    credited: set[int] = set()
+    rels = []
+    for h in result.hits[:10]:
+        sp = h.span
+        new = [i for i, g in enumerate(q.gold) if i not in credited and _overlaps(g, sp.path, sp.start_line,
+                                                                                 sp.end_line)]
+        credited.update(new)
+        rels.append(1.0 if new else 0.0)
+    out["span_ndcg"] = ndcg(rels, len(q.gold))
+    return out
+
+
+def reply_recall(q: Question, pieces: Sequence[Any]) -> float:
+    """The share of gold definitions with at least half of their lines shown by the reply's pieces."""
+    got = 0
+    for g in q.gold:
+        lines: set[int] = set()
+        for p in pieces:
+            if p.path == g.path:
+                lines.update(range(max(p.start_line, g.start_line), min(p.end_line, g.end_line) + 1))
+        got += len(lines) * 2 >= g.end_line - g.start_line + 1
+    return got / len(q.gold)
+
+
+# ---------------------------------------------------------------------------------------------------- running
+
+
+def make_retriever(index_dir: Path, mode: str, embedding: Any, ranking: Any = None) -> Any:
+    from llmc_splitters.retrieval import CodeRetriever
+
+    kwargs: dict[str, Any] = {}
+    if ranking is not None:
+        kwargs["ranking"] = ranking
+    return CodeRetriever(path=index_dir, embedding=embedding if mode == "hybrid" else None, **kwargs)
+
+
+def evaluate(retriever: Any, questions: Sequence[Question], budgets: Sequence[int] = BUDGETS,
+             replies: bool = True) -> list[dict[str, Any]]:
+    """Every metric of every question, one row each."""
+    rows = []
+    for q in questions:
+        t0 = time.perf_counter()
+        res = retriever.search(q.text, k=50)
+        row: dict[str, Any] = {"id": q.id, "repo": q.repo, "kind": q.kind, "language": q.language,
+                               "ms": (time.perf_counter() - t0) * 1000, **score_ranking(q, res)}
+        row["files"] = ranked_files(res)[:10]
+        if replies:
+            for b in budgets:
+                row[f"recall@{b}"] = reply_recall(q, retriever.retrieve(q.text, max_context_tokens=b).pieces)
+        rows.append(row)
+    return rows
+
+
+def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Means per metric over all questions, and per kind, language, repository and code-search/bug split."""
+    groups: dict[str, dict[str, list[dict[str, Any]]]] = {"all": {"all": list(rows)}, "kind": defaultdict(list),
+                                                           "language": defaultdict(list), "repo": defaultdict(list),
+                                                           "set": defaultdict(list)}
+    for r in rows:
+        groups["kind"][r["kind"]].append(r)
+        groups["language"][r["language"]].append(r)
+        groups["repo"][r["repo"]].append(r)
+        groups["set"]["bug" if r["kind"] == "bug" else "code-search"].append(r)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for g, members in groups.items():
+        out[g] = {}
+        for name, rs in sorted(members.items()):
+            out[g][name] = {"n": len(rs), **{m: sum(r[m] for r in rs) / len(rs) for m in METRICS
+                                              if rs and all(m in r for r in rs)}}
+    return out
+
+
+def run_mode(repos: Sequence[Repo], mode: str, *, variants: dict[str, Any], replies: bool,
+             log: Callable[[str], None] = print, reuse: bool = False) -> dict[str, Any]:
+    """Index every repository once in ``mode`` and evaluate each ranking variant on it."""
+    embedding = None
+    if mode == "hybrid":
+        from llmc_splitters.retrieval.embeddings import resolve_embedding
+
+        embedding = resolve_embedding("minilm")
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
+    timings: dict[str, float] = {}
+    for repo in repos:
+        src = source_tree(repo)
+        index_dir = CACHE / "index" / f"{repo.key}@{repo.commit[:12]}-{mode}"
+        if not reuse and index_dir.exists():
+            shutil.rmtree(index_dir)
+        t0 = time.perf_counter()
+        builder = make_retriever(index_dir, mode, embedding)
+        report = builder.index_directory(src)
+        timings[repo.repo] = time.perf_counter() - t0
+        builder.index.close()
+        log(f"{mode:7} {repo.repo:28} indexed {len(report.added) + len(report.updated) + len(report.unchanged)} files in {timings[repo.repo]:.1f} s")
+        for name, ranking in variants.items():
+            r = make_retriever(index_dir, mode, embedding, ranking)
+            rows[name].extend(evaluate(r, repo.questions, replies=replies))
+            r.index.close()
+    return {"index_seconds": timings, "variants": {name: {"summary": aggregate(rs), "rows": rs}
+                                                   for name, rs in rows.items()}}
+
+
+def variants_for(ablate: str | None) -> dict[str, Any]:
+    """The ranking settings to compare: the library's default, and with ``ablate`` each rule (or ``all`` of them)
+    off in turn (the library's :class:`~llmc_splitters.retrieval.ranking.Ranking` names its rules)."""
+    if not ablate:
+        return {"default": None}
+    from llmc_splitters.retrieval.ranking import Ranking
+
+    rules = Ranking.RULES if ablate == "all" else tuple(ablate.split(","))
+    out: dict[str, Any] = {"default": Ranking()}
+    for rule in rules:
+        out[f"-{rule}"] = Ranking().without(rule)
+    out["none"] = Ranking().without(*Ranking.RULES)
+    return out
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def render(results: dict[str, Any]) -> str:
+    """The Markdown report."""
+    lines = [f"# Ranking tune set ({results['date']})", "", f"`{results['command']}`; {results['machine']}.", "",
+             "Metrics are means over questions (see `benchmarks/ranking.py`). file = NDCG@10 over distinct files, "
+             "span = NDCG@10 over hits, hit@k over distinct files, recall@B = gold definitions shown in the reply "
+             "at B tokens.", ""]
+    cols = ("file_ndcg", "span_ndcg", "hit@1", "hit@5", "hit@10", "recall@1024", "recall@2048", "recall@4096")
+    head = "| mode | variant | group | n | " + " | ".join(cols) + " |"
+    for mode, res in results["modes"].items():
+        lines += [f"## {mode}", "", head, "|" + "---|" * (len(cols) + 4)]
+        for name, v in res["variants"].items():
+            s = v["summary"]
+            for gname, key in (("all", "all"), *(("set", k) for k in s["set"]), *(("kind", k) for k in s["kind"]),
+                               *(("language", k) for k in s["language"])):
+                g = s[gname][key]
+                lines.append(f"| {mode} | {name} | {key} | {g['n']} | " + " | ".join(_f(g.get(c)) for c in cols)
+                             + " |")
+        lines.append("")
+        default = next(iter(res["variants"].values()))["summary"]["repo"]
+        lines += [f"### {mode}, per repository (first variant)", "", "| repo | n | " + " | ".join(cols) + " |",
+                  "|" + "---|" * (len(cols) + 2)]
+        for repo, g in default.items():
+            lines.append(f"| {repo} | {g['n']} | " + " | ".join(_f(g.get(c)) for c in cols) + " |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=("lexical", "hybrid", "both"), default="both")
+    ap.add_argument("--repos", default="", help="comma-separated owner/name (default: all)")
+    ap.add_argument("--kinds", default="", help="comma-separated kinds (default: all)")
+    ap.add_argument("--ablate", default="", help="rules to switch off one at a time, or 'all'")
+    ap.add_argument("--no-replies", action="store_true", help="rankings only (faster)")
+    ap.add_argument("--reuse", action="store_true", help="keep existing indexes (only after a change that does not "
+                                                         "touch indexing)")
+    ap.add_argument("--tag", default="", help="results file suffix")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    repos = load_tuneset(repos=[r for r in args.repos.split(",") if r] or None,
+                         kinds=[k for k in args.kinds.split(",") if k] or None)
+    modes = ("lexical", "hybrid") if args.mode == "both" else (args.mode,)
+    variants = variants_for(args.ablate or None)
+    results: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": " ".join(["python -m benchmarks.ranking", *(sys.argv[1:] if argv is None else argv)]),
+        "machine": f"{platform.platform()}, Python {platform.python_version()}",
+        "questions": sum(len(r.questions) for r in repos), "repos": [f"{r.repo}@{r.commit[:12]}" for r in repos],
+        "modes": {m: run_mode(repos, m, variants=variants, replies=not args.no_replies, reuse=args.reuse)
+                  for m in modes},
+    }
+    name = f"ranking-{args.tag}" if args.tag else "ranking"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
+    (args.out / f"{name}.md").write_text(render(results))
+    print(render(results))
+
+
+if __name__ == "__main__":
+    main()
