@@ -49,6 +49,21 @@ __all__ = ["FORMAT", "FileMarker", "SpanRow", "SpanStore", "StoreError", "IndexN
 class SpanStore(SQLiteIndexFile):
     """The SQLite store of an index (see the module docstring).
 
+    Its public interface, what the rest of the library calls on a span store (the first line comes from
+    :class:`~llmc_splitters.retrieval.span_sqlite.SQLiteIndexFile`, the rest is defined here)::
+
+        the file      dir, file, timeout, exists, temporary, require(), snapshot(), close()
+        settings      get_meta(), set_meta(), set_meta_on_create()
+        writes        write_files(), remove_files(), touch(), set_failed(), clear_failed()
+        outbox        pending(), done(), stale_ids(), drop_stale()
+        vector cache  cached_vectors(), cache_vectors(), prune_vectors()
+        files         markers(), marker(), paths(), count_paths(), counts(), stats(), failed(), file_of(),
+                      documents(), bindings()
+        spans         get(), spans(), all_spans(), searched(), by_name(), with_symbol(), leaves_under(),
+                      leaves_in(), leaves_in_lines(), leaf_at(), leaf_starting_at(), last_line(), text()
+
+    Every write is one transaction; reads inside :meth:`snapshot` see one committed state.
+
     Args:
         path: The index directory (its ``llmc.sqlite3`` holds everything here), or ``None`` for a private store in
             a temporary directory removed when the store is closed or collected.
