@@ -184,7 +184,7 @@ def prepared_file(status: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) 
     """
     from ..retrieval.lexical_index import LexDoc
     from ..retrieval.records import PreparedFile
-    from ..retrieval.spanstore import FileMarker, FileWrite, SpanRow
+    from ..retrieval.span_schema import FileMarker, FileWrite, SpanRow
 
     marker = _meta(_value(status["metadata"]))
     file = str(_value(status["file"]))

@@ -44,14 +44,13 @@ from typing import Any
 
 from ..chunking.inputs import binary_reason, decode
 from ..errors import ConfigurationError, LlmcError
-from .row_format import (  # noqa: F401 - SEARCHED_ROLES, _value: re-exported for callers
+from .row_format import (  # noqa: F401 - SEARCHED_ROLES: re-exported for callers
     BATCH_COLUMNS,
     INT_COLUMNS,
     SEARCHED_ROLES,
     SPARK_SCHEMA,
     FileRows,
     _span_rows,
-    _value,
     prepared_file,
     row_span,
     rows_to_columns,
