@@ -210,6 +210,43 @@ def test_moved_module_paths_still_import_with_a_deprecation_warning():
         assert any("moved to " + MOVED[old] in m for m in messages), (old, messages)
 
 
+# Modules split in place (issue 21): the old path keeps every name it had; each name lives in one module.
+SPLIT = {
+    "llmc_splitters.retrieval.spanstore": {
+        "llmc_splitters.retrieval.span_schema": [
+            "DB_FILE", "FORMAT", "LEXICAL", "VECTORS", "FileMarker", "FileWrite", "SpanRow", "pack_vector",
+            "unpack_vector",
+        ],
+        "llmc_splitters.retrieval.span_sqlite": ["IndexNotFoundError", "StoreError"],
+        "llmc_splitters.retrieval.spanstore": ["SpanStore"],
+    },
+    "llmc_splitters.ingest.rows": {
+        "llmc_splitters.ingest.settings": [
+            "ROW_SCHEMA_VERSION", "IngestSettings", "display_path", "file_version", "git_blob_sha",
+            "settings_dict", "settings_fingerprint",
+        ],
+        "llmc_splitters.ingest.row_format": [
+            "BATCH_COLUMNS", "INT_COLUMNS", "SEARCHED_ROLES", "SPARK_SCHEMA", "FileRows", "prepared_file",
+            "row_span", "rows_to_columns", "view_row",
+        ],
+        "llmc_splitters.ingest.rows": ["chunk_batch", "chunk_file", "index_settings", "read_chunk_batch"],
+    },
+}
+
+
+def test_split_modules_keep_every_name_at_their_old_path():
+    for old, parts in SPLIT.items():
+        facade = importlib.import_module(old)
+        assert set(facade.__all__) <= {name for names in parts.values() for name in names}, old
+        for new, names in parts.items():
+            home = importlib.import_module(new)
+            for name in names:
+                assert getattr(facade, name) is getattr(home, name), f"{old}.{name}"
+                obj = getattr(home, name)
+                if callable(obj):
+                    assert obj.__module__ == new, f"{new}.{name} is defined in {obj.__module__}"
+
+
 def test_every_name_of_every_all_resolves():
     pytest.importorskip("langchain_text_splitters")
     pytest.importorskip("llama_index.core")

@@ -1,5 +1,6 @@
 """Ingestion: walking a tree (:mod:`.walk`), keeping an index in step with it (:mod:`.fresh`: stat-first scans, a
-file watcher), git manifests (:mod:`.manifest`), per-file span rows (:mod:`.rows`), the local process-pool pipeline
+file watcher), git manifests (:mod:`.manifest`), per-file span rows (:mod:`.rows`; their format in
+:mod:`.row_format`, their settings and file identities in :mod:`.settings`), the local process-pool pipeline
 (:mod:`.pipeline`: sinks, stages, the one writer of the index) and Ray Data (:mod:`.ray`).
 
 The per-file row functions are re-exported here, so ``from llmc_splitters.ingest import chunk_file`` works as it

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import LlmcError
-from .rows import BATCH_COLUMNS, SEARCHED_ROLES, _value, view_row
+from .row_format import BATCH_COLUMNS, SEARCHED_ROLES, _value, view_row
 
 __all__ = ["EMBED_COLUMNS", "EmbedStage", "WriteStage", "embedding_name"]
 
@@ -94,7 +94,7 @@ class EmbedStage:
         return out
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
-        from ..retrieval.spanstore import pack_vector
+        from ..retrieval.span_schema import pack_vector
 
         rows = _rows(batch)
         searched = [r for r in rows if r["role"] in SEARCHED_ROLES]
@@ -159,7 +159,7 @@ class WriteStage:
         return self._conn
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
-        from ..retrieval.spanstore import unpack_vector
+        from ..retrieval.span_schema import unpack_vector
         from ..retrieval.store import Record, vector_metadata
 
         rows = _rows(batch)

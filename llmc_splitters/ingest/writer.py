@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, LlmcError
-from .rows import SEARCHED_ROLES, _value, prepared_file, view_row
+from .row_format import SEARCHED_ROLES, _value, prepared_file, view_row
 from .sinks import ForwardingVectors
 
 if TYPE_CHECKING:

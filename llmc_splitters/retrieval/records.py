@@ -27,7 +27,7 @@ from typing import Any
 
 from ..chunking.span import Span, SpanTree
 from .lexical_index import LexDoc, lexical_text
-from .spanstore import FileMarker, FileWrite, SpanRow
+from .span_schema import FileMarker, FileWrite, SpanRow
 
 __all__ = ["FileSummaryInput", "PreparedFile", "build_file", "derived_id", "embed_source", "embedding_view",
            "leaf_view", "sha"]

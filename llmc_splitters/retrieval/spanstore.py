@@ -3,16 +3,9 @@
 A query reads only what it returns: spans by id, a file's leaves by byte range, a symbol by name, and a file's
 import bindings are indexed lookups, so nothing is loaded up front and memory does not grow with the index.
 
-Tables (format :data:`FORMAT`)::
-
-    meta(key, value)            format, embedding identity, last update
-    files(path, ...)            one row per complete file: content hash, settings, stat, counts, import bindings
-    spans(rid, id, ...)         leaves (text stored), parents (text rebuilt from the leaves), summaries (text stored);
-                                a rowid table: its rows are far bigger than a WITHOUT ROWID table stores well
-    vectors(hash, vector)       embedded views by content hash (float32): re-runs and edits re-embed nothing twice
-    pending(path, what)         files whose lexical index / vectors still have to follow this store (outbox)
-    stale(id)                   vector ids of replaced or removed rows, still to delete from the vector store
-    failed(path, reason, at)    files the last runs could not index, with the reason
+Its tables, row types and their encoding are in :mod:`.span_schema`; the SQLite file itself (creation, the
+format check, connections, snapshots, transactions) in :mod:`.span_sqlite`. This module holds the reads and the
+writes.
 
 A file is *complete* when its ``files`` row is there. Each file's rows are replaced in one transaction together
 with its ``files`` row and a ``pending`` row, so a reader (another thread or process: WAL mode) sees either the
@@ -26,135 +19,50 @@ leaves that overlap it: the file text is never stored twice.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import sqlite3
-import threading
 import time
-from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..chunking.span import Span
-from ..errors import ConfigurationError, LlmcError
+from .span_schema import (  # noqa: F401 - DB_FILE, LEXICAL: re-exported for callers
+    _SPAN_COLUMNS,
+    DB_FILE,
+    FORMAT,
+    LEXICAL,
+    VECTORS,
+    FileMarker,
+    FileWrite,
+    SpanRow,
+    _db_text,
+    _row_tuple,
+    _span_from,
+    _with_text,
+    pack_vector,
+    unpack_vector,
+)
+from .span_sqlite import IndexNotFoundError, SQLiteIndexFile, StoreError
 
 __all__ = ["FORMAT", "FileMarker", "SpanRow", "SpanStore", "StoreError", "IndexNotFoundError"]
 
-FORMAT = "llmc-index/2"
-DB_FILE = "llmc.sqlite3"
-LEXICAL = 1
-VECTORS = 2
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS files(
-    path TEXT PRIMARY KEY, hash TEXT NOT NULL, settings TEXT NOT NULL, language TEXT NOT NULL,
-    size INTEGER, mtime_ns INTEGER, n_spans INTEGER NOT NULL, n_leaves INTEGER NOT NULL,
-    bindings TEXT NOT NULL, indexed_at REAL NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS spans(
-    rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, file TEXT NOT NULL, path TEXT NOT NULL, role TEXT NOT NULL, kind TEXT NOT NULL,
-    name TEXT, tail TEXT, language TEXT NOT NULL,
-    start_byte INTEGER NOT NULL, end_byte INTEGER NOT NULL, start_char INTEGER NOT NULL, end_char INTEGER NOT NULL,
-    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, parent_id TEXT, token_count INTEGER NOT NULL,
-    text TEXT, metadata TEXT NOT NULL, embed_hash TEXT);
-CREATE INDEX IF NOT EXISTS spans_by_file ON spans(file);
-CREATE INDEX IF NOT EXISTS spans_by_path ON spans(path, role, start_byte);
-CREATE INDEX IF NOT EXISTS spans_by_name ON spans(name) WHERE name IS NOT NULL;
-CREATE INDEX IF NOT EXISTS spans_by_tail ON spans(tail) WHERE tail IS NOT NULL;
-CREATE INDEX IF NOT EXISTS spans_by_parent ON spans(parent_id) WHERE parent_id IS NOT NULL;
-CREATE TABLE IF NOT EXISTS vectors(hash TEXT PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS pending(path TEXT PRIMARY KEY, what INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS stale(id TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS failed(path TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
-"""
-
-_SPAN_COLUMNS = ("id, file, path, role, kind, name, language, start_byte, end_byte, start_char, end_char, "
-                 "start_line, end_line, parent_id, token_count, text, metadata, embed_hash")
-
-
-class StoreError(LlmcError):
-    """A store failed or cannot be used (corrupt or locked file, unreachable server, another format)."""
-
-
-class IndexNotFoundError(StoreError):
-    """An index was opened to be read, but there is none at that location."""
-
-
-@dataclass(slots=True)
-class SpanRow:
-    """One span as stored: the span (for parents, ``text`` is empty: rebuilt from the leaves on read), its role,
-    the file it belongs to, and the hash of its embedded view (``None`` when it is not embedded)."""
-
-    span: Span
-    role: str
-    file: str
-    embed_hash: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FileMarker:
-    """A complete file as the store records it."""
-
-    path: str
-    hash: str
-    settings: str
-    language: str
-    size: int | None
-    mtime_ns: int | None
-    n_spans: int
-    n_leaves: int
-    indexed_at: float
-
-
-@dataclass(slots=True)
-class FileWrite:
-    """Everything one file's transaction writes: its marker, its rows, and the import bindings of each of its
-    documents (the file, or each cell of a notebook) by document path."""
-
-    marker: FileMarker
-    rows: list[SpanRow]
-    bindings: dict[str, list[dict[str, Any]]]
-
-
-def _db_text(text: str) -> str | bytes:
-    """A text as SQLite stores it: UTF-8, or, for a text with lone surrogates (read with ``surrogateescape``),
-    its bytes with the surrogates kept (``surrogatepass``), so that nothing is lost."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-    return text
-
-
-def _span_from(row: Sequence[Any], text: str | None = None) -> tuple[Span, str, str, str | None]:
-    (sid, file, path, role, kind, name, language, sb, eb, sc, ec, sl, el, parent, tokens, stored, meta,
-     embed_hash) = row
-    if isinstance(stored, bytes):
-        stored = stored.decode("utf-8", "surrogatepass")
-    if isinstance(meta, bytes):
-        meta = meta.decode("utf-8", "surrogatepass")
-    span = Span(sid, path, language, kind, name, stored if text is None else text, sb, eb, sc, ec, sl, el, parent,
-                tokens, json.loads(meta))
-    return span, role, file, embed_hash
-
-
-def pack_vector(vector: Sequence[float]) -> bytes:
-    """A vector as float32 bytes."""
-    return array("f", vector).tobytes()
-
-
-def unpack_vector(blob: bytes) -> list[float]:
-    """Inverse of :func:`pack_vector`."""
-    out = array("f")
-    out.frombytes(blob)
-    return out.tolist()
-
-
-class SpanStore:
+class SpanStore(SQLiteIndexFile):
     """The SQLite store of an index (see the module docstring).
+
+    Its public interface, what the rest of the library calls on a span store (the first line comes from
+    :class:`~llmc_splitters.retrieval.span_sqlite.SQLiteIndexFile`, the rest is defined here)::
+
+        the file      dir, file, timeout, exists, temporary, require(), snapshot(), close()
+        settings      get_meta(), set_meta(), set_meta_on_create()
+        writes        write_files(), remove_files(), touch(), set_failed(), clear_failed()
+        outbox        pending(), done(), stale_ids(), drop_stale()
+        vector cache  cached_vectors(), cache_vectors(), prune_vectors()
+        files         markers(), marker(), paths(), count_paths(), counts(), stats(), failed(), file_of(),
+                      documents(), bindings()
+        spans         get(), spans(), all_spans(), searched(), by_name(), with_symbol(), leaves_under(),
+                      leaves_in(), leaves_in_lines(), leaf_at(), leaf_starting_at(), last_line(), text()
+
+    Every write is one transaction; reads inside :meth:`snapshot` see one committed state.
 
     Args:
         path: The index directory (its ``llmc.sqlite3`` holds everything here), or ``None`` for a private store in
@@ -174,93 +82,7 @@ class SpanStore:
         []
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True,
-                 timeout: float | None = None) -> None:
-        self.timeout = float(os.environ.get("LLMC_LOCK_TIMEOUT", "30")) if timeout is None else float(timeout)
-        self._tmp = None
-        if path is None:
-            import tempfile
-            import weakref
-
-            self._tmp = tempfile.TemporaryDirectory(prefix="llmc-index-")
-            self._finalizer = weakref.finalize(self, self._tmp.cleanup)
-            path = self._tmp.name
-        self.dir = Path(path)
-        self.file = self.dir / DB_FILE
-        self._local = threading.local()
-        self._write_lock = threading.RLock()
-        self._closed = False
-        self._on_create: dict[str, str] = {}
-        if not self.file.is_file():
-            if not create:
-                hint = "" if self.dir.exists() else " (the directory does not exist)"
-                msg = f"no index at {self.dir}{hint}; build one first (llmc-splitters index PATH --db {self.dir})"
-                raise IndexNotFoundError(msg)
-            self._check_not_old_format()
-            if self._tmp is None:
-                return  # created by the first write: a search of a mistyped path must not leave an empty index
-        self._open()
-
-    @property
-    def exists(self) -> bool:
-        """Whether the index file exists (a store opened to be created is made by its first write)."""
-        return self.file.is_file()
-
-    def _open(self) -> None:
-        """Create the directory and the tables when missing, and check the format."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        if not self.file.is_file():
-            self._create()
-        conn = self._conn()
-        try:
-            with conn:
-                conn.executescript(_SCHEMA)
-                got = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-                if got is None:
-                    conn.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
-                    conn.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)", list(self._on_create.items()))
-                elif got[0] != FORMAT:
-                    msg = (f"{self.file} holds an index of format {got[0]!r}, not {FORMAT!r}: rebuild it with "
-                           "`llmc-splitters index PATH --reset` (or CodeIndex(..., reset=True))")
-                    raise StoreError(msg)
-        except sqlite3.DatabaseError as exc:
-            raise self._error("open", exc) from exc
-
-    def _create(self) -> None:
-        """Write an empty index to a file of its own, then link it in place: a reader in another thread or process
-        sees no index or one with its tables, never a file still without them. When two writers create the same
-        index at once, the first link wins and the other's file is dropped."""
-        tmp = self.dir / f".{DB_FILE}.{os.getpid()}.{threading.get_ident()}.new"
-        try:
-            conn = sqlite3.connect(tmp, isolation_level=None)
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.executescript(_SCHEMA)
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
-                conn.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)", list(self._on_create.items()))
-                conn.execute("COMMIT")
-            finally:
-                conn.close()  # a clean close folds the WAL into the file: the file alone is the index
-            try:
-                os.link(tmp, self.file)
-            except FileExistsError:
-                pass  # created meanwhile by another writer: use theirs
-            except OSError:  # a file system without hard links
-                if not self.file.exists():
-                    os.replace(tmp, self.file)
-        except sqlite3.DatabaseError as exc:
-            raise self._error("create", exc) from exc
-        finally:
-            for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
-                leftover.unlink(missing_ok=True)
-
-    def require(self) -> None:
-        """Raise :class:`IndexNotFoundError` unless the index exists (for a query: nothing is created)."""
-        if not self.exists:
-            msg = (f"no index at {self.dir}: nothing was indexed there (index files first, or check the path; "
-                   f"llmc-splitters index PATH --db {self.dir})")
-            raise IndexNotFoundError(msg)
+    # ------------------------------------------------------------------------------------------------- meta
 
     def set_meta_on_create(self, key: str, value: str) -> None:
         """A setting the index records when its file is created (or now, when it exists and records another).
@@ -273,96 +95,6 @@ class SpanStore:
         else:
             self._on_create[key] = value
 
-    def _check_not_old_format(self) -> None:
-        if (self.dir / "chroma.sqlite3").is_file():
-            msg = (f"{self.dir} holds an index written by llmc-splitters 0.1 (everything in Chroma); this version keeps "
-                   "spans in llmc.sqlite3 and vectors in Chroma. Rebuild it: `llmc-splitters index PATH --db "
-                   f"{self.dir} --reset` (or CodeIndex(path, reset=True))")
-            raise StoreError(msg)
-
-    def __repr__(self) -> str:
-        return f"SpanStore({str(self.dir) if self._tmp is None else 'temporary'!r})"
-
-    @property
-    def temporary(self) -> bool:
-        """Whether this store lives in a private temporary directory."""
-        return self._tmp is not None
-
-    # ------------------------------------------------------------------------------------------ connections
-
-    def _conn(self) -> sqlite3.Connection:
-        """This thread's connection (WAL mode: readers never block the writer, nor it them)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            if self._closed:
-                raise StoreError(f"{self!r} is closed")
-            try:
-                conn = sqlite3.connect(self.file, timeout=self.timeout, isolation_level=None, check_same_thread=False)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-            except sqlite3.DatabaseError as exc:
-                raise self._error("open", exc) from exc
-            # isolation_level=None: autocommit, transactions are explicit (BEGIN IMMEDIATE in _transaction).
-            self._local.conn = conn
-        return conn
-
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """Every read of this thread inside the block sees one committed state of the index.
-
-        A query reads several times (its hits, then their parents, their file's bindings, the leaves of a range):
-        outside a snapshot each read sees the latest commit, so a file rewritten between two reads can pair a hit
-        of its old version with the import bindings of its new one. Inside, the reads share one read transaction
-        (WAL mode: writers in other threads and processes go on, and their commits become visible after the
-        block). Blocks nest; this thread must not write inside one.
-        """
-        depth = getattr(self._local, "snapshot", 0)
-        if depth or not self.exists:  # nested, or nothing to read yet
-            yield
-            return
-        conn = self._conn()
-        try:
-            conn.execute("BEGIN DEFERRED")  # the snapshot is taken by the first read
-        except sqlite3.DatabaseError as exc:
-            raise self._error("read", exc) from exc
-        self._local.snapshot = 1
-        try:
-            yield
-        finally:
-            self._local.snapshot = 0
-            with contextlib.suppress(sqlite3.DatabaseError):
-                conn.execute("COMMIT")
-
-    def _error(self, what: str, exc: BaseException) -> StoreError:
-        text = str(exc)
-        if "locked" in text or "busy" in text:
-            why = "it is locked by another process that writes to it (try again when that run ends)"
-        elif "not a database" in text or "malformed" in text or "file is encrypted" in text:
-            why = f"it is not a readable llmc index ({text}); rebuild it with `llmc-splitters index PATH --reset`"
-        else:
-            why = f"{type(exc).__name__}: {text}"
-        return StoreError(f"could not {what} {self.file}: {why}")
-
-    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        if getattr(self._local, "conn", None) is None and not self.exists:
-            return []  # not created yet: holds nothing
-        try:
-            return self._conn().execute(sql, args).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise self._error("read", exc) from exc
-
-    def close(self) -> None:
-        """Close this thread's connection (other threads' connections close when they are collected)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-        if self._tmp is not None:
-            self._closed = True
-            self._finalizer()
-
-    # ------------------------------------------------------------------------------------------------- meta
-
     def get_meta(self, key: str) -> str | None:
         """A stored setting (``embedding``, ``updated_at``, ...)."""
         got = self._read("SELECT value FROM meta WHERE key = ?", (key,))
@@ -374,49 +106,6 @@ class SpanStore:
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     # ------------------------------------------------------------------------------------------------ writes
-
-    class _Tx:
-        def __init__(self, store: SpanStore) -> None:
-            self.store = store
-
-        def __enter__(self) -> sqlite3.Connection:
-            if getattr(self.store._local, "snapshot", 0):
-                msg = f"{self.store!r}: a write inside a read snapshot (SpanStore.snapshot) of the same thread"
-                raise StoreError(msg)
-            self.store._write_lock.acquire()
-            if not self.store.exists:
-                try:
-                    self.store._open()
-                except BaseException:
-                    self.store._write_lock.release()
-                    raise
-            conn = self.store._conn()
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.DatabaseError as exc:
-                self.store._write_lock.release()
-                raise self.store._error("write to", exc) from exc
-            return conn
-
-        def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-            conn = self.store._conn()
-            try:
-                if exc_type is None:
-                    try:
-                        conn.execute("COMMIT")
-                    except sqlite3.DatabaseError as err:
-                        conn.execute("ROLLBACK")
-                        raise self.store._error("write to", err) from err
-                else:
-                    conn.execute("ROLLBACK")
-                    if isinstance(exc, sqlite3.DatabaseError):
-                        raise self.store._error("write to", exc) from exc
-            finally:
-                self.store._write_lock.release()
-            return False
-
-    def _transaction(self) -> SpanStore._Tx:
-        return SpanStore._Tx(self)
 
     def write_files(self, writes: Sequence[FileWrite], *, pending: int) -> None:
         """Replace the rows of each file of ``writes`` and mark it ``pending`` (bits :data:`LEXICAL`,
@@ -730,19 +419,3 @@ class SpanStore:
         rows = self._read(f"SELECT {_SPAN_COLUMNS} FROM spans WHERE file = ? AND role != 'parent' ORDER BY path, "
                           "start_byte", (path,))
         return [SpanRow(*_span_from(r)) for r in rows]
-
-
-def _with_text(span: Span, text: str) -> Span:
-    return Span(span.id, span.path, span.language, span.kind, span.name, text, span.start_byte, span.end_byte,
-                span.start_char, span.end_char, span.start_line, span.end_line, span.parent_id, span.token_count,
-                span.metadata)
-
-
-def _row_tuple(r: SpanRow) -> tuple[Any, ...]:
-    s = r.span
-    name = s.name
-    tail = name.rsplit(".", 1)[-1] if name and r.role != "summary" else None
-    text = _db_text(s.text) if r.role != "parent" else None
-    return (s.id, r.file, s.path, r.role, s.kind, name, s.language, s.start_byte, s.end_byte, s.start_char,
-            s.end_char, s.start_line, s.end_line, s.parent_id, s.token_count, text,
-            _db_text(json.dumps(s.metadata, ensure_ascii=False, default=str)), r.embed_hash, tail)
