@@ -224,5 +224,5 @@ def test_package_top_level_holds_only_layers_faces_and_errors():
     top = REPO / "llmc_splitters"
     modules = sorted(p.name for p in top.glob("*.py"))
     packages = sorted(p.name for p in top.iterdir() if p.is_dir() and (p / "__init__.py").exists())
-    assert modules == ["__init__.py", "__main__.py", "_faces.py", "cli.py", "errors.py"]
-    assert {"chunking", "retrieval", "ingest", "langchain", "llama_index"} <= set(packages)
+    assert modules == ["__init__.py", "__main__.py", "_faces.py", "errors.py"]
+    assert {"chunking", "retrieval", "ingest", "langchain", "llama_index", "cli", "mcp"} <= set(packages)

@@ -44,8 +44,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from . import __version__
-from .errors import ConfigurationError, LlmcError, MissingDependencyError, UnsupportedInputError
+from .. import __version__
+from ..errors import ConfigurationError, LlmcError, MissingDependencyError, UnsupportedInputError
 
 __all__ = ["ExitCode", "build_parser", "main"]
 
@@ -306,12 +306,12 @@ def _use_color(choice: str, stream: IO[str]) -> bool:
 
 
 def _cmd_chunk(args: argparse.Namespace) -> ExitCode:
-    from .chunking.chunker import ASTChunker
-    from .chunking.inputs import binary_reason
-    from .ingest.walk import walk
+    from ..chunking.chunker import ASTChunker
+    from ..chunking.inputs import binary_reason
+    from ..ingest.walk import walk
 
     if args.language:
-        from .chunking.dispatch import resolve_language
+        from ..chunking.dispatch import resolve_language
 
         try:
             resolve_language(args.language)
@@ -413,7 +413,7 @@ def _minilm_available() -> bool:
 def _embedding_for(spec: str) -> Any:
     """The embedding a spec names (``none``, ``minilm``, a backend, a model directory, ``module:factory``, or a name
     an index recorded), as our errors with exit codes."""
-    from .retrieval.embeddings import resolve_embedding
+    from ..retrieval.embeddings import resolve_embedding
 
     try:
         return resolve_embedding(spec)
@@ -430,7 +430,7 @@ def choose_embedding(spec: str, recorded: str | None, where: Path) -> tuple[Any,
     ``auto`` is the model the index was built with, else for a new index the local MiniLM when it is installed,
     else lexical search only (said in the note). Any other spec must name the model the index was built with.
     """
-    from .retrieval.index import embedding_name
+    from ..retrieval.index import embedding_name
 
     if spec == "auto":
         if recorded is not None:
@@ -473,7 +473,7 @@ class NoIndex(LlmcError):
 def _vectors_arg(args: argparse.Namespace, recorded: dict[str, Any] | None) -> Any:
     """The vector store the command line names (``--host``), else the one the index records, else ``None``
     (embedded Chroma in the index directory). Nothing is imported for a lexical index."""
-    from .retrieval.store import ChromaStore
+    from ..retrieval.store import ChromaStore
 
     where = (recorded or {}).get("vectors") or {}
     collection = args.collection or where.get("collection") or DEFAULT_COLLECTION
@@ -496,8 +496,8 @@ def _where(db: Path, vectors: Any) -> str:
 
 def _open_index(args: argparse.Namespace) -> tuple[Any, Path]:
     """An existing index, opened to be read, with the embedding it was built with; exits 3 when there is none."""
-    from .retrieval import CodeIndex
-    from .retrieval.spanstore import IndexNotFoundError
+    from ..retrieval import CodeIndex
+    from ..retrieval.spanstore import IndexNotFoundError
 
     db = _find_db(args.db)
     try:
@@ -511,7 +511,7 @@ def _open_index(args: argparse.Namespace) -> tuple[Any, Path]:
     embedding = _embedding_for(recorded["embedding"])
     vectors = _vectors_arg(args, recorded) if embedding is not None else None
     if isinstance(vectors, tuple):  # only a collection name: embedded Chroma in DB/chroma
-        from .retrieval.store import ChromaStore
+        from ..retrieval.store import ChromaStore
 
         vectors = ChromaStore(str(db / "chroma"), collection=vectors[1])
     if vectors is not None and embedding is not None:
@@ -615,8 +615,8 @@ class _Progress:
 
 
 def _cmd_index(args: argparse.Namespace) -> ExitCode:
-    from .chunking.languages import detect_language
-    from .ingest.walk import DEFAULT_INCLUDE, DEFAULT_SKIP_DIRS, WalkOptions, walk
+    from ..chunking.languages import detect_language
+    from ..ingest.walk import DEFAULT_INCLUDE, DEFAULT_SKIP_DIRS, WalkOptions, walk
 
     t0 = time.monotonic()
     root = Path(args.path)
@@ -644,9 +644,9 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
     walked = walk(root, options)
     t_walk = time.monotonic() - t0
 
-    from .retrieval import CodeIndex, IndexInterrupted
-    from .retrieval.index import embedding_name
-    from .retrieval.spanstore import IndexNotFoundError
+    from ..retrieval import CodeIndex, IndexInterrupted
+    from ..retrieval.index import embedding_name
+    from ..retrieval.spanstore import IndexNotFoundError
 
     # The embedding: the existing index's, unless told otherwise.
     recorded: dict[str, Any] | None = None
@@ -664,14 +664,14 @@ def _cmd_index(args: argparse.Namespace) -> ExitCode:
         raise CliError(msg, ExitCode.USAGE)
     vectors = _vectors_arg(args, recorded) if embedding is not None else None
     if isinstance(vectors, tuple):
-        from .retrieval.store import ChromaStore
+        from ..retrieval.store import ChromaStore
 
         vectors = ChromaStore(str(db / "chroma"), collection=vectors[1])
     if notice:
         _err(notice)
     max_tokens = args.max_tokens or _read_manifest(db).get("max_tokens") or \
         _max_tokens_of((recorded or {}).get("settings")) or 512
-    from .chunking.chunker import ASTChunker
+    from ..chunking.chunker import ASTChunker
 
     # A file allowed past the walker's --max-file-size is parsed (in windows), not only cut by lines.
     chunker = ASTChunker(max_tokens=max_tokens, analyze=True, max_file_bytes=max(16 << 20, args.max_file_size))
@@ -784,7 +784,7 @@ def _watch_tree(index: Any, root: Path, options: Any, *, as_json: bool) -> ExitC
     refresh, until SIGINT or SIGTERM; a refresh that is writing finishes first (see :mod:`.ingest.fresh`)."""
     import signal
 
-    from .ingest.fresh import Refresher
+    from ..ingest.fresh import Refresher
 
     def report(r: Any) -> None:
         got = {"added": r.added, "updated": r.updated, "removed": r.removed, "failed": r.failed, "seconds": r.seconds}
@@ -838,7 +838,7 @@ def _short(text: str, n: int = 60) -> str:
 
 
 def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, list_all: bool) -> None:
-    from .ingest.walk import summarize_skips
+    from ..ingest.walk import summarize_skips
 
     out: list[str] = []
     emb = "none (lexical BM25 only)" if summary["embedding"] == "none" else \
@@ -891,7 +891,7 @@ def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, lis
 
 
 def _cmd_query(args: argparse.Namespace) -> ExitCode:
-    from .retrieval import CodeRetriever
+    from ..retrieval import CodeRetriever
 
     index, _db = _open_index(args)
     embedding = index.embedding
@@ -1020,6 +1020,6 @@ def _cmd_stats(args: argparse.Namespace) -> ExitCode:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> ExitCode:
-    from .mcp.command import run
+    from .mcp import run
 
     return run(args)

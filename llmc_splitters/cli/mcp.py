@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     if importlib.util.find_spec("mcp") is None:
         raise CliError("error: the MCP server needs the mcp SDK: pip install 'llmc-splitters[mcp]'",
                        ExitCode.MISSING_DEPENDENCY)
-    from .service import CodeService, ServiceSettings
+    from ..mcp.service import CodeService, ServiceSettings
 
     if args.max_tokens is None:
         args.max_tokens = min(8000, args.hard_cap)
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         raise CliError(f"error: --k must be at most 50, got {args.k}", ExitCode.USAGE)
     token = os.environ.get("LLMC_MCP_TOKEN") or None
     if args.http is not None:
-        from .server import check_http_settings
+        from ..mcp.server import check_http_settings
 
         check_http_settings(args.bind, allow_remote=args.allow_remote, token=token)
     root: Path | None = None
@@ -97,11 +97,11 @@ def run(args: argparse.Namespace) -> ExitCode:
         hide=_hidden(db), on_refreshed=write_manifest,
     )
     if args.http is None:
-        from .server import run_stdio
+        from ..mcp.server import run_stdio
 
         run_stdio(service)
     else:
-        from .server import run_http
+        from ..mcp.server import run_http
 
         _cli._err(f"llmc-splitters mcp: streamable HTTP on http://{args.bind}:{args.http}/mcp")
         run_http(service, host=args.bind, port=args.http, allow_remote=args.allow_remote, token=token)
