@@ -297,7 +297,7 @@ def test_missing_index_is_a_tool_error_not_a_crash(tmp_path, where):
 
 def test_unreachable_chroma_server_is_a_tool_error_and_the_server_stays_up(tmp_path):
     """A hybrid index whose vectors are to be read from a Chroma server that does not answer (``--host``)."""
-    from llmc_splitters.cli import _minilm_available
+    from llmc_splitters.cli.common import _minilm_available
 
     if not _minilm_available():
         pytest.skip("needs the MiniLM embedding (the [embeddings] extra) to build a hybrid index")

@@ -58,6 +58,7 @@ _MOVED = {
     "manifest": "ingest.manifest",
     "pipeline": "ingest.pipeline",
     "ray_ingest": "ingest.ray",
+    "mcp.command": "cli.mcp",
 }
 
 

@@ -126,6 +126,7 @@ def test_importing_one_face_does_not_load_the_other_framework():
 
 
 # ---------------------------------------------------------------------------------------------- module paths
+import ast  # noqa: E402
 import importlib  # noqa: E402
 import pathlib  # noqa: E402
 import re  # noqa: E402
@@ -184,6 +185,7 @@ MOVED = {
     "llmc_splitters.manifest": "llmc_splitters.ingest.manifest",
     "llmc_splitters.pipeline": "llmc_splitters.ingest.pipeline",
     "llmc_splitters.ray_ingest": "llmc_splitters.ingest.ray",
+    "llmc_splitters.mcp.command": "llmc_splitters.cli.mcp",
 }
 
 
@@ -261,5 +263,66 @@ def test_package_top_level_holds_only_layers_faces_and_errors():
     top = REPO / "llmc_splitters"
     modules = sorted(p.name for p in top.glob("*.py"))
     packages = sorted(p.name for p in top.iterdir() if p.is_dir() and (p / "__init__.py").exists())
-    assert modules == ["__init__.py", "__main__.py", "_faces.py", "cli.py", "errors.py"]
-    assert {"chunking", "retrieval", "ingest", "langchain", "llama_index"} <= set(packages)
+    assert modules == ["__init__.py", "__main__.py", "_faces.py", "errors.py"]
+    assert {"chunking", "retrieval", "ingest", "langchain", "llama_index", "cli", "mcp"} <= set(packages)
+
+
+CLI_COMMANDS = ["chunk", "index", "query", "stats", "mcp"]
+
+
+def test_the_cli_has_one_module_per_command_and_one_shared_module():
+    import argparse
+
+    from llmc_splitters import cli
+    from llmc_splitters.cli import common
+
+    assert cli.__all__ == ["ExitCode", "build_parser", "main"]
+    assert cli.ExitCode is common.ExitCode and cli.CliError is common.CliError
+    for name in common.__all__:
+        assert getattr(common, name) is not None, name
+    parser = cli.build_parser()
+    for command in CLI_COMMANDS:
+        module = importlib.import_module(f"llmc_splitters.cli.{command}")
+        assert sorted(module.__all__) == ["add_parser", "run"]
+        sub = argparse.ArgumentParser().add_subparsers(dest="command")
+        module.add_parser(sub)
+        assert list(sub.choices) == [command]  # each module holds its own command's arguments, and only those
+        assert parser.parse_args([command, "x"] if command != "stats" else [command]).command == command
+    assert cli.main(["--no-such-option"]) == cli.ExitCode.USAGE
+
+
+def _imported(f: pathlib.Path) -> set[str]:
+    """Every module a file imports: at module level, in functions and for type checking, as absolute names."""
+    package = f.relative_to(REPO).with_suffix("").parts[:-1]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            out.add(module)
+            out.update(f"{module}.{a.name}" for a in node.names)
+    return out
+
+
+def test_the_mcp_server_and_the_shared_cli_module_never_import_the_commands():
+    """``llmc_splitters.mcp`` stands below the command line, and ``cli.common`` below every command: no import
+    circle between them, counting imports inside functions and under ``TYPE_CHECKING``."""
+    for f in sorted((REPO / "llmc_splitters" / "mcp").glob("*.py")):
+        cli = sorted(m for m in _imported(f) if m == "llmc_splitters.cli" or m.startswith("llmc_splitters.cli."))
+        assert cli == [], (f.name, cli)
+    common = _imported(REPO / "llmc_splitters" / "cli" / "common.py")
+    assert not {f"llmc_splitters.cli.{c}" for c in CLI_COMMANDS} & common
+    assert not any(m.startswith("llmc_splitters.mcp") for m in common)
+    loaded = _fresh(
+        """
+        import importlib.util, json, pkgutil, sys
+        import llmc_splitters.mcp
+        for m in pkgutil.iter_modules(llmc_splitters.mcp.__path__):
+            if m.name != "server" or importlib.util.find_spec("mcp") is not None:
+                importlib.import_module(f"llmc_splitters.mcp.{m.name}")
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith("llmc_splitters.cli"))))
+        """
+    )
+    assert loaded == []

@@ -1,8 +1,8 @@
 """``llmc-splitters mcp``: open (or build) the index to serve, then run the server on stdio or streamable HTTP.
 
-The parser lives with the other commands in :mod:`llmc_splitters.cli`; this module holds what the command does, with
-the CLI's own helpers for finding and opening an index (:func:`llmc_splitters.cli._open_index`), so that the server
-serves exactly what ``llmc-splitters query`` would search:
+The command's arguments and what it does, with the helpers every command uses to find and open an index
+(:func:`llmc_splitters.cli.common.open_index`), so that the server serves exactly what ``llmc-splitters query`` would
+search. The server itself is :mod:`llmc_splitters.mcp`, which knows nothing of the command line:
 
 * ``mcp PATH``: the tree's index (``PATH/.llmc`` or ``--db``) as ``llmc-splitters index PATH`` builds it (its recorded
   embedding, vector store and leaf size when it exists; else ``--embedding``), indexed on start and kept fresh;
@@ -24,11 +24,75 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .. import cli as _cli
-from ..cli import DB_DIRNAME, MANIFEST, CliError, ExitCode
 from ..errors import LlmcError, RequestError
+from .common import (
+    DB_DIRNAME,
+    MANIFEST,
+    CliError,
+    ExitCode,
+    add_store_args,
+    choose_embedding,
+    err,
+    find_db,
+    max_tokens_of,
+    open_index,
+    positive,
+    read_manifest,
+    vectors_arg,
+)
 
-__all__ = ["run"]
+__all__ = ["add_parser", "run"]
+
+
+def _port(text: str) -> int:
+    n = positive(text)
+    if n > 65535:
+        raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), got {n}")
+    return n
+
+
+def _seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 <= x <= 60:
+        raise argparse.ArgumentTypeError(f"expected 0 to 60 seconds, got {x}")
+    return x
+
+
+def add_parser(sub: Any) -> None:
+    """The ``mcp`` command's arguments."""
+    p = sub.add_parser(
+        "mcp", help="serve the index to agents over the Model Context Protocol (stdio, or HTTP on localhost)",
+        description="Serve one index to an agent as an MCP server: search_code (budgeted context), get_symbol, "
+        "get_lines, index_status, reindex. Given PATH, the tree is indexed on start and followed as it changes; "
+        "otherwise an existing index (--db, --host) is served. stdio by default; --http PORT for streamable HTTP "
+        "on 127.0.0.1. Needs the [mcp] extra.",
+        epilog="A non-loopback --bind needs --allow-remote and a bearer token in $LLMC_MCP_TOKEN, checked on every "
+        "request.")
+    p.add_argument("path", nargs="?", metavar="PATH",
+                   help=f"source tree to serve: indexed on start (into PATH/{DB_DIRNAME} unless --db), then kept fresh")
+    add_store_args(p, f"index directory (default: PATH/{DB_DIRNAME}; without PATH, {DB_DIRNAME}/ in the current "
+                       "directory or a parent, or $LLMC_DB)", writes=True)
+    p.add_argument("--embedding", default="auto", metavar="SPEC",
+                   help="for a new index built from PATH: auto (MiniLM if installed, else lexical BM25), none, or "
+                   "any spec `index --embedding` takes")
+    p.add_argument("--max-tokens", type=positive,
+                   help="default reply budget in tokens (search_code without max_tokens; get_symbol/get_lines); 8000, "
+                   "or the hard cap if that is lower")
+    p.add_argument("--hard-cap", type=positive, default=25000,
+                   help="largest reply budget a request may ask for; larger requests are clamped (default 25000)")
+    p.add_argument("--k", type=positive, default=4, help="default number of hits of search_code (default 4)")
+    p.add_argument("--freshness", choices=("watch", "refresh", "off"), default="watch",
+                   help="how the index follows the tree (with PATH or a recorded root): watch (a file watcher, the "
+                   "default), refresh (a stat check before each request), off (PATH is still indexed on start)")
+    p.add_argument("--debounce", type=_seconds, default=0.5,
+                   help="watch mode: seconds without changes before changed files are indexed (default 0.5)")
+    p.add_argument("--http", type=_port, metavar="PORT", help="serve streamable HTTP at http://BIND:PORT/mcp")
+    p.add_argument("--bind", default="127.0.0.1", metavar="ADDR", help="HTTP interface (default 127.0.0.1)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="accept a non-loopback --bind; requires $LLMC_MCP_TOKEN, checked on every request")
 
 
 def run(args: argparse.Namespace) -> ExitCode:
@@ -41,7 +105,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     if importlib.util.find_spec("mcp") is None:
         raise CliError("error: the MCP server needs the mcp SDK: pip install 'llmc-splitters[mcp]'",
                        ExitCode.MISSING_DEPENDENCY)
-    from .service import CodeService, ServiceSettings
+    from ..mcp.service import CodeService, ServiceSettings
 
     if args.max_tokens is None:
         args.max_tokens = min(8000, args.hard_cap)
@@ -51,7 +115,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         raise CliError(f"error: --k must be at most 50, got {args.k}", ExitCode.USAGE)
     token = os.environ.get("LLMC_MCP_TOKEN") or None
     if args.http is not None:
-        from .server import check_http_settings
+        from ..mcp.server import check_http_settings
 
         check_http_settings(args.bind, allow_remote=args.allow_remote, token=token)
     root: Path | None = None
@@ -64,10 +128,10 @@ def run(args: argparse.Namespace) -> ExitCode:
         db: Path | None = Path(args.db).resolve() if args.db else root / DB_DIRNAME
     else:
         try:
-            db = _cli._find_db(args.db).resolve()
+            db = find_db(args.db).resolve()
         except LlmcError:
             db = None  # every request says how to build one
-    manifest = _cli._read_manifest(db)
+    manifest = read_manifest(db)
     if root is None and manifest.get("root") and Path(manifest["root"]).is_dir():
         root = Path(manifest["root"]).resolve()  # the tree the index was built from: follow it too
     options = _walk_options_from(manifest, db)
@@ -76,7 +140,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         from ..retrieval import CodeRetriever
 
         try:
-            index = _open_tree_index(args, db, options) if args.path else _cli._open_index(args)[0]
+            index = _open_tree_index(args, db, options) if args.path else open_index(args)[0]
         except CliError as exc:
             raise RequestError(str(exc).removeprefix("error: ")) from exc
         except LlmcError as exc:  # no index there (NoIndex), a store that cannot be opened
@@ -97,13 +161,13 @@ def run(args: argparse.Namespace) -> ExitCode:
         hide=_hidden(db), on_refreshed=write_manifest,
     )
     if args.http is None:
-        from .server import run_stdio
+        from ..mcp.server import run_stdio
 
         run_stdio(service)
     else:
-        from .server import run_http
+        from ..mcp.server import run_http
 
-        _cli._err(f"llmc-splitters mcp: streamable HTTP on http://{args.bind}:{args.http}/mcp")
+        err(f"llmc-splitters mcp: streamable HTTP on http://{args.bind}:{args.http}/mcp")
         run_http(service, host=args.bind, port=args.http, allow_remote=args.allow_remote, token=token)
     return ExitCode.OK
 
@@ -148,18 +212,18 @@ def _open_tree_index(args: argparse.Namespace, db: Path | None, options: Any) ->
         recorded: dict[str, Any] | None = CodeIndex.recorded(db)
     except IndexNotFoundError:
         recorded = None
-    embedding, _note = _cli.choose_embedding(args.embedding, (recorded or {}).get("embedding"), db)
+    embedding, _note = choose_embedding(args.embedding, (recorded or {}).get("embedding"), db)
     if (args.host or args.collection) and embedding is None:
         msg = ("error: --host/--collection say where vectors go, but this index is lexical (BM25 only): it keeps "
                "everything in its directory. Drop them, or serve a tree with --embedding minilm")
         raise CliError(msg, ExitCode.USAGE)
-    vectors = _cli._vectors_arg(args, recorded) if embedding is not None else None
+    vectors = vectors_arg(args, recorded) if embedding is not None else None
     if isinstance(vectors, tuple):  # only a collection name: embedded Chroma in DB/chroma
         from ..retrieval.store import ChromaStore
 
         vectors = ChromaStore(str(db / "chroma"), collection=vectors[1])
-    max_tokens = _cli._read_manifest(db).get("max_tokens") or \
-        _cli._max_tokens_of((recorded or {}).get("settings")) or 512
+    max_tokens = read_manifest(db).get("max_tokens") or \
+        max_tokens_of((recorded or {}).get("settings")) or 512
     # The chunker `llmc-splitters index` uses: the same settings, so that neither re-chunks the other's files.
     chunker = ASTChunker(max_tokens=max_tokens, analyze=True, max_file_bytes=max(16 << 20, options.max_file_bytes))
     return CodeIndex(db, vectors=vectors, embedding=embedding, chunker=chunker)
@@ -176,7 +240,7 @@ def _write_manifest(db: Path, root: Path, options: Any, manifest: dict[str, Any]
             **manifest, "format": 2, "root": str(root),
             "embedding": "none" if emb == "none" else "minilm" if emb.startswith("minilm") else emb,
             "embedding_name": emb,
-            "max_tokens": _cli._max_tokens_of(recorded.get("settings")) or manifest.get("max_tokens") or 512,
+            "max_tokens": max_tokens_of(recorded.get("settings")) or manifest.get("max_tokens") or 512,
             "walk": {"include": list(options.include), "exclude": list(options.exclude),
                      "gitignore": options.gitignore, "hidden": options.hidden,
                      "default_excludes": bool(options.skip_dirs), "skip_generated": options.skip_generated,

