@@ -1,0 +1,173 @@
+"""The package's import graph: no circles (type-only and function-level imports included), and the parts the index
+composes never import the index.
+
+The graph is read from the source with :mod:`ast`: every ``import`` and ``from ... import`` anywhere in a module
+(module level, inside functions, under ``if TYPE_CHECKING:``), relative imports resolved. An edge goes to the module
+named, and for ``from a.b import c`` to ``a.b.c`` too when that is a module; never to the packages above the module
+named, nor to the importing module's own packages (Python initialises a package before its children, so a child
+importing from its package, ``from . import x``, is no circle).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import llmc_splitters
+
+PACKAGE = "llmc_splitters"
+ROOT = Path(llmc_splitters.__file__).parent
+
+# Circles another branch removes; the test ignores these edges until it lands.
+KNOWN_EDGES: set[tuple[str, str]] = {
+    # removed by the cli package split (branch cli-pkg)
+    ("llmc_splitters.mcp.command", "llmc_splitters.cli"),
+}
+
+# What stands above the index and may import it; nothing else in the package does (the index's own parts, below it,
+# are handed what they need as collaborators: see llmc_splitters.retrieval.parts).
+IMPORTS_THE_INDEX = {
+    "llmc_splitters.retrieval",
+    "llmc_splitters.retrieval.retriever",
+    "llmc_splitters.retrieval.vectorstore",
+    "llmc_splitters.langchain.retriever",
+    "llmc_splitters.llama_index.retriever",
+    "llmc_splitters.ingest.pipeline",
+    "llmc_splitters.ingest.rows",
+    "llmc_splitters.ingest.stages",
+    "llmc_splitters.ingest.writer",
+    "llmc_splitters.cli",
+}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its own name, for its ``__init__.py``)."""
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = (PACKAGE, *path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that module ``name`` (at ``path``) imports, anywhere in its source (not its own
+    packages)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return {m for m in found if m in modules and m != name and not name.startswith(m + ".")}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imported(name, path, modules) for name, path in modules.items()}
+
+
+def _groups(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The groups of two or more modules that reach each other by imports (strongly connected components, by
+    Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def _circle(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest circle through a group's first module (breadth first, inside the group)."""
+    start = min(group)
+    paths = {w: [start, w] for w in sorted(graph[start] & group)}
+    frontier = list(paths)
+    while start not in paths:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & group):
+                if w not in paths:
+                    paths[w] = [*paths[v], w]
+                    nxt.append(w)
+        frontier = nxt
+    return paths[start]
+
+
+def _report(graph: dict[str, set[str]]) -> list[str]:
+    """One line per group of modules in import circles: a circle, and the group when it holds more."""
+    lines = []
+    for group in _groups(graph):
+        circle = _circle(graph, group)
+        rest = sorted(group - set(circle))
+        lines.append(" -> ".join(circle) + (f"  (in circles with these too: {', '.join(rest)})" if rest else ""))
+    return sorted(lines)
+
+
+def test_the_graph_reads_every_kind_of_import():
+    graph = _graph()
+    assert "llmc_splitters.retrieval.index" in graph["llmc_splitters.retrieval.retriever"]  # from .index import
+    assert "llmc_splitters.chunking.chunker" in graph["llmc_splitters"]  # from .chunking.chunker import, in __init__
+    assert "llmc_splitters.chunking.fallback" in graph["llmc_splitters.chunking._engine"]  # from . import fallback
+    assert "llmc_splitters.retrieval.indexing" in graph["llmc_splitters.ingest.writer"]  # inside a function
+    assert "llmc_splitters.retrieval.index" in graph["llmc_splitters.ingest.writer"]  # under TYPE_CHECKING
+    assert "llmc_splitters.retrieval" in graph["llmc_splitters.langchain.retriever"]  # another package's __init__
+    assert "llmc_splitters" not in graph["llmc_splitters.retrieval.parts"]  # from .. import __version__: its own
+
+
+def test_the_cycle_finder_finds_every_circle():
+    graph = {"a": {"b", "e"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"a"}, "x": {"y"}, "y": {"x"}}
+    assert _report(graph) == ["a -> e -> a  (in circles with these too: b, c)", "x -> y -> x"]
+    assert _report({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles():
+    graph = _graph()
+    for a, b in KNOWN_EDGES:
+        graph[a].discard(b)
+    circles = _report(graph)
+    assert not circles, "import circles:\n" + "\n".join(circles)
+
+
+def test_known_exceptions_are_still_edges():
+    graph = _graph()
+    assert all(b in graph[a] for a, b in KNOWN_EDGES), "an exception no longer needed: delete it from KNOWN_EDGES"
+
+
+def test_only_what_stands_above_the_index_imports_it():
+    importers = {name for name, targets in _graph().items() if "llmc_splitters.retrieval.index" in targets}
+    below = sorted(importers - IMPORTS_THE_INDEX)
+    assert not below, f"imports retrieval.index from below it: {below}"
