@@ -7,8 +7,8 @@ One engine per job:
   line range;
 * the **lexical index** (:mod:`.lexical_index`, ``DIR/lexical/``) holds BM25 postings of code-aware terms;
 * the **vector store** (:mod:`.store`: Chroma at ``DIR/chroma``, a ``chroma run`` server, or any LangChain
-  ``VectorStore`` through :mod:`.vectorstore`) holds the vectors of the searched rows, and only when an embedding
-  model is given: a lexical-only index never creates or imports Chroma.
+  ``VectorStore`` through :mod:`.langchain_store`) holds the vectors of the searched rows, and only when an
+  embedding model is given: a lexical-only index never creates or imports Chroma.
 
 A query reads what it returns: the top ids of each search, then those rows and their expansion material by id
 (:mod:`.search`, :mod:`.context`). Indexing (:mod:`.indexing`) is incremental, stat-first, crash-safe and keeps
@@ -88,7 +88,7 @@ class CodeIndex:
         path: The index directory (created when missing, unless ``create=False``), or ``None`` for a private
             index in a temporary directory.
         vectors: Where vectors go when ``embedding`` is given: a :class:`~llmc_splitters.retrieval.store.ChromaStore`
-            (a server with ``host=``, a client), a :class:`~llmc_splitters.retrieval.vectorstore.VectorStoreAdapter`,
+            (a server with ``host=``, a client), a :class:`~llmc_splitters.retrieval.langchain_store.VectorStoreAdapter`,
             or ``None`` for embedded Chroma in ``path/chroma`` (in memory without a ``path``).
         embedding: An :class:`~llmc_splitters.retrieval.embeddings.Embedding`; ``None`` gives a lexical-only
             (BM25) index that needs no model and no vector store.
