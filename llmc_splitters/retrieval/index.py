@@ -88,8 +88,9 @@ class CodeIndex:
         path: The index directory (created when missing, unless ``create=False``), or ``None`` for a private
             index in a temporary directory.
         vectors: Where vectors go when ``embedding`` is given: a :class:`~llmc_splitters.retrieval.store.ChromaStore`
-            (a server with ``host=``, a client), a :class:`~llmc_splitters.retrieval.langchain_store.VectorStoreAdapter`,
-            or ``None`` for embedded Chroma in ``path/chroma`` (in memory without a ``path``).
+            (a server with ``host=``, a client), a
+            :class:`~llmc_splitters.retrieval.langchain_store.VectorStoreAdapter`, or ``None`` for embedded Chroma
+            in ``path/chroma`` (in memory without a ``path``).
         embedding: An :class:`~llmc_splitters.retrieval.embeddings.Embedding`; ``None`` gives a lexical-only
             (BM25) index that needs no model and no vector store.
         chunker: Anything with ``chunk_tree(text, language=, path=) -> SpanTree`` (default
