@@ -11,6 +11,7 @@ importing from its package, ``from . import x``, is no circle).
 from __future__ import annotations
 
 import ast
+import textwrap
 from pathlib import Path
 
 import llmc_splitters
@@ -131,15 +132,34 @@ def _report(graph: dict[str, set[str]]) -> list[str]:
     return sorted(lines)
 
 
-def test_the_graph_reads_every_kind_of_import():
+def test_every_kind_of_import_is_an_edge(tmp_path):
+    src = tmp_path / "mod.py"
+    src.write_text(textwrap.dedent("""
+        from typing import TYPE_CHECKING
+        import top.pkg.a
+        from . import b, not_a_module
+        from .c import name
+        from .sub import d
+        from .. import top_level_name
+        if TYPE_CHECKING:
+            from .e import E
+
+        def f():
+            from top.pkg.g import G
+        """), encoding="utf-8")
+    names = ["top", "top.pkg", "top.pkg.a", "top.pkg.b", "top.pkg.c", "top.pkg.sub", "top.pkg.sub.d", "top.pkg.e",
+             "top.pkg.g", "top.pkg.mod"]
+    got = _imported("top.pkg.mod", src, dict.fromkeys(names, src))
+    # Not to its own packages (top, top.pkg), nor to a name that is not a module.
+    assert got == {"top.pkg.a", "top.pkg.b", "top.pkg.c", "top.pkg.sub", "top.pkg.sub.d", "top.pkg.e", "top.pkg.g"}
+
+
+def test_the_graph_reads_the_package():
     graph = _graph()
     assert "llmc_splitters.retrieval.index" in graph["llmc_splitters.retrieval.retriever"]  # from .index import
-    assert "llmc_splitters.chunking.chunker" in graph["llmc_splitters"]  # from .chunking.chunker import, in __init__
-    assert "llmc_splitters.chunking.fallback" in graph["llmc_splitters.chunking._engine"]  # from . import fallback
-    assert "llmc_splitters.retrieval.indexing" in graph["llmc_splitters.ingest.writer"]  # inside a function
     assert "llmc_splitters.retrieval.index" in graph["llmc_splitters.ingest.writer"]  # under TYPE_CHECKING
+    assert "llmc_splitters.retrieval.indexing" in graph["llmc_splitters.ingest.writer"]  # inside a function
     assert "llmc_splitters.retrieval" in graph["llmc_splitters.langchain.retriever"]  # another package's __init__
-    assert "llmc_splitters" not in graph["llmc_splitters.retrieval.parts"]  # from .. import __version__: its own
 
 
 def test_the_cycle_finder_finds_every_circle():
