@@ -249,6 +249,28 @@ def test_split_modules_keep_every_name_at_their_old_path():
                     assert obj.__module__ == new, f"{new}.{name} is defined in {obj.__module__}"
 
 
+# Names that moved down a layer (issue 21) and still import from where they were documented: the same objects.
+MOVED_NAMES = {
+    "llmc_splitters.chunking.dispatch.cell_path": "llmc_splitters.chunking.notebook.cell_path",
+    "llmc_splitters.retrieval.vectorstore.VectorStoreAdapter":
+        "llmc_splitters.retrieval.langchain_store.VectorStoreAdapter",
+    "llmc_splitters.retrieval.vectorstore.StoreEmbedding": "llmc_splitters.retrieval.langchain_store.StoreEmbedding",
+}
+
+
+def test_moved_names_import_from_both_paths():
+    for old, new in MOVED_NAMES.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            assert _resolve(old) is _resolve(new), old
+    from llmc_splitters.retrieval import CodeIndex
+    from llmc_splitters.retrieval.parts import IndexParts
+
+    index = CodeIndex()
+    assert isinstance(index.parts, IndexParts) and index.parts.spans is index.span_store
+    index.close()
+
+
 def test_every_name_of_every_all_resolves():
     pytest.importorskip("langchain_text_splitters")
     pytest.importorskip("llama_index.core")

@@ -30,10 +30,11 @@ The rules, in order (the first that decides wins; :attr:`Treatment.detected_by` 
 7. Otherwise plain text (``"default"``). With no path and no language that is a guess:
    :attr:`Treatment.guessed` is true, and the framework splitters warn once, naming the remedy.
 
-A notebook's spans cite their cell: :func:`cell_path` (``analysis.ipynb#cell3``, the 0-based position of the cell
-in the notebook) is each cell span's :attr:`~llmc_splitters.Span.path`, so a marker or a citation reads
-``analysis.ipynb#cell3:1-5`` (lines relative to the cell). :func:`document_trees` splits a notebook's tree into one
-tree per cell, each keyed by its cell path, for an index that stores each cell as a document.
+A notebook's spans cite their cell: :func:`~llmc_splitters.chunking.notebook.cell_path` (``analysis.ipynb#cell3``,
+the 0-based position of the cell in the notebook; also importable from here) is each cell span's
+:attr:`~llmc_splitters.Span.path`, so a marker or a citation reads ``analysis.ipynb#cell3:1-5`` (lines relative to
+the cell). :func:`document_trees` splits a notebook's tree into one tree per cell, each keyed by its cell path, for
+an index that stores each cell as a document.
 
 Example:
     >>> classify("#!/usr/bin/env bash\\necho hi\\n", path="bin/deploy").language
@@ -58,6 +59,7 @@ from typing import Any
 from ..errors import LlmcError, UnsupportedInputError
 from .inputs import ERRORS, binary_reason, decode, text_binary_reason
 from .languages import get_spec, language_from_path, language_from_shebang, normalize_language
+from .notebook import cell_path, read_notebook
 from .span import SpanTree
 
 __all__ = [
@@ -295,8 +297,6 @@ def sniff_language(text: str) -> str | None:
 def _looks_like_notebook(text: str) -> bool:
     if not text.lstrip().startswith("{") or '"cells"' not in text or '"nbformat"' not in text:
         return False
-    from .notebook import read_notebook
-
     try:
         read_notebook(text)
     except LlmcError:
@@ -314,18 +314,6 @@ def _parses_with_structure(data: bytes, grammar: str, structure: frozenset[str])
 
 
 # ---------------------------------------------------------------------------------------------- notebooks
-def cell_path(path: str | None, cell_index: int) -> str:
-    """The path a notebook cell's spans carry, and the key under which an index stores the cell:
-    ``<notebook path>#cell<i>`` (``i`` is the cell's 0-based position in the notebook), or ``#cell<i>`` for a
-    notebook without a path.
-
-    Example:
-        >>> cell_path("analysis.ipynb", 3)
-        'analysis.ipynb#cell3'
-    """
-    return f"{path or ''}#cell{cell_index}"
-
-
 def document_trees(tree: SpanTree) -> list[SpanTree]:
     """The documents a chunked input holds, one tree each: the tree itself for a file, one tree per cell (rooted
     at the cell's span, keyed by its :func:`cell_path` in ``root.path``) for a notebook.

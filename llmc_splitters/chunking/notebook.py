@@ -19,7 +19,7 @@ of a ``.ipynb`` path or of notebook JSON, which call :func:`notebook_tree`):
 
 * **Lossless per cell.** The spans of one cell join back to that cell's source exactly.
 * **Lines relative to the cell.** Offsets and line numbers refer to the cell's source, and each span's ``path`` is
-  the cell's: ``<notebook>#cell<i>`` (:func:`~llmc_splitters.chunking.dispatch.cell_path`; ``i`` is the 0-based
+  the cell's: ``<notebook>#cell<i>`` (:func:`cell_path`; ``i`` is the 0-based
   position of the cell), so a citation reads ``analysis.ipynb#cell3:1-5``.
 * **Cell metadata.** Each span records ``cell_index``, ``cell_type`` (and ``execution_count``, ``cell_id`` and
   ``cell_magic`` when the cell has them), and the notebook's heading path at that point (from the markdown cells
@@ -120,6 +120,18 @@ def read_notebook(source: str | bytes | Mapping[str, Any], *, path: str | None =
     return [_cell(raw, i, kernel_language, where) for i, raw in enumerate(cells)]
 
 
+def cell_path(path: str | None, cell_index: int) -> str:
+    """The path a notebook cell's spans carry, and the key under which an index stores the cell:
+    ``<notebook path>#cell<i>`` (``i`` is the cell's 0-based position in the notebook), or ``#cell<i>`` for a
+    notebook without a path.
+
+    Example:
+        >>> cell_path("analysis.ipynb", 3)
+        'analysis.ipynb#cell3'
+    """
+    return f"{path or ''}#cell{cell_index}"
+
+
 def chunk_notebook(
     source: str | bytes | Mapping[str, Any],
     chunker: Any,
@@ -176,8 +188,6 @@ def notebook_tree(
     Raises:
         MalformedNotebookError: See :func:`read_notebook`.
     """
-    from .dispatch import cell_path
-
     cells = read_notebook(source, path=path)
     headings = _HeadingPath()
     spans: list[Span] = []  # pre-order, without the root (made last, when its token count is known)

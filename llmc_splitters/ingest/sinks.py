@@ -239,8 +239,8 @@ class LangChainSink:
             raise ConfigurationError(msg)
 
     def vectors(self) -> Any:
-        """A new :class:`~llmc_splitters.retrieval.vectorstore.VectorStoreAdapter` over a freshly built store."""
-        from ..retrieval.vectorstore import VectorStoreAdapter
+        """A new :class:`~llmc_splitters.retrieval.langchain_store.VectorStoreAdapter` over a freshly built store."""
+        from ..retrieval.langchain_store import VectorStoreAdapter
 
         return VectorStoreAdapter(self.vectorstore_factory(), namespace=self.namespace)
 

@@ -7,12 +7,13 @@ One engine per job:
   line range;
 * the **lexical index** (:mod:`.lexical_index`, ``DIR/lexical/``) holds BM25 postings of code-aware terms;
 * the **vector store** (:mod:`.store`: Chroma at ``DIR/chroma``, a ``chroma run`` server, or any LangChain
-  ``VectorStore`` through :mod:`.vectorstore`) holds the vectors of the searched rows, and only when an embedding
-  model is given: a lexical-only index never creates or imports Chroma.
+  ``VectorStore`` through :mod:`.langchain_store`) holds the vectors of the searched rows, and only when an
+  embedding model is given: a lexical-only index never creates or imports Chroma.
 
 A query reads what it returns: the top ids of each search, then those rows and their expansion material by id
 (:mod:`.search`, :mod:`.context`). Indexing (:mod:`.indexing`) is incremental, stat-first, crash-safe and keeps
-finished work when it is interrupted.
+finished work when it is interrupted. Both are handed the engines as :attr:`CodeIndex.parts`
+(:class:`~llmc_splitters.retrieval.parts.IndexParts`), never the index itself.
 
 Example:
     >>> idx = CodeIndex()                                           # a private, temporary index
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -45,6 +45,7 @@ from .filters import SearchFilter
 from .fuse import DEFAULT_RRF_K
 from .indexing import IndexInterrupted, Indexer, IndexReport, Item
 from .lexical_index import LexicalIndex
+from .parts import Chunking, Dense, IndexParts, settings_fingerprint
 from .records import FileSummaryInput, derived_id, embedding_view
 from .search import Hit, SearchResult, rank_texts, search
 from .spanstore import LEXICAL, VECTORS, SpanStore, StoreError
@@ -87,8 +88,9 @@ class CodeIndex:
         path: The index directory (created when missing, unless ``create=False``), or ``None`` for a private
             index in a temporary directory.
         vectors: Where vectors go when ``embedding`` is given: a :class:`~llmc_splitters.retrieval.store.ChromaStore`
-            (a server with ``host=``, a client), a :class:`~llmc_splitters.retrieval.vectorstore.VectorStoreAdapter`,
-            or ``None`` for embedded Chroma in ``path/chroma`` (in memory without a ``path``).
+            (a server with ``host=``, a client), a
+            :class:`~llmc_splitters.retrieval.langchain_store.VectorStoreAdapter`, or ``None`` for embedded Chroma
+            in ``path/chroma`` (in memory without a ``path``).
         embedding: An :class:`~llmc_splitters.retrieval.embeddings.Embedding`; ``None`` gives a lexical-only
             (BM25) index that needs no model and no vector store.
         chunker: Anything with ``chunk_tree(text, language=, path=) -> SpanTree`` (default
@@ -102,6 +104,10 @@ class CodeIndex:
             :class:`~llmc_splitters.retrieval.spanstore.IndexNotFoundError` instead (open to query: a mistyped
             path is an error, not a new empty index).
         embed_workers: Batches embedded at once (threads), when indexing with a model.
+
+    Attributes:
+        parts: The engines the write path and the search are handed
+            (:class:`~llmc_splitters.retrieval.parts.IndexParts`).
 
     Raises:
         ConfigurationError: An invalid setting, or the index holds vectors of another embedding model.
@@ -160,7 +166,10 @@ class CodeIndex:
         self.embed_workers = embed_workers
         self._embedder: Any = None
         self._viewer: Any = None
-        self._indexer = Indexer(self)
+        dense = None if embedding is None else Dense(embedding, self._view, vectors=lambda: self.vectors,
+                                                     embedder=lambda: self.embedder)
+        self.parts = IndexParts(self.span_store, self.lexical, Chunking(chunker, summarizer), dense)
+        self._indexer = Indexer(self.parts)
         if reset and vectors is not None:
             self.vectors  # noqa: B018 - open (and empty) the given vector store now
 
@@ -253,11 +262,7 @@ class CodeIndex:
     def settings_fingerprint(self) -> str:
         """Identifies the chunking settings and the library version; a file indexed under others is re-indexed
         (so an upgrade of the chunker re-chunks everything once)."""
-        from .. import __version__
-
-        c = self.chunker
-        tok = getattr(getattr(c, "tokenizer", None), "name", None)
-        return f"{type(c).__name__}:{getattr(c, 'max_tokens', '?')}:{tok}:{__version__}"
+        return settings_fingerprint(self.chunker)
 
     def _view(self, text: str, meta: dict[str, Any]) -> tuple[str, str]:
         """The bounded text to embed and its hash; records in ``meta`` whether it is truncated (see
@@ -279,17 +284,6 @@ class CodeIndex:
     def embed_query(self, query: str) -> list[float]:
         """The query's vector."""
         return [float(x) for x in self.embedding.embed_query(query)]  # type: ignore[union-attr]
-
-    def _chunker_payload(self, workers: int) -> bytes:
-        try:
-            return pickle.dumps(self.chunker)
-        except Exception as exc:  # noqa: BLE001 - pickling raises PicklingError, TypeError, AttributeError...
-            msg = (
-                f"workers={workers} needs a chunker that can be pickled to send it to worker processes, but "
-                f"{type(self.chunker).__name__} cannot ({type(exc).__name__}: {exc}). Use workers=1, or a "
-                "tokenizer defined at module level (not a lambda or a closure)."
-            )
-            raise ConfigurationError(msg) from exc
 
     def snapshot(self) -> Any:
         """A context manager: every read of this thread inside it sees one committed state of the index (a query's
@@ -512,7 +506,7 @@ class CodeIndex:
         also its zoom (its parts ranked for the query: see :func:`~llmc_splitters.retrieval.context.zoom_for`)."""
         zoom = None
         if query is not None:
-            zoom = _zoom_for(self.span_store, self.chunker, span, lambda texts: rank_texts(self, query, texts))
+            zoom = _zoom_for(self.span_store, self.chunker, span, lambda texts: rank_texts(self.parts, query, texts))
         return _hit_context(self.span_store, span, score, zoom)
 
     # ---------------------------------------------------------------------------------------------- search
@@ -560,7 +554,7 @@ class CodeIndex:
         """
         filt = _filter(filters, path, language, kind)
         self.span_store.require()
-        return search(self, query, k, filt=filt, multi_stage=multi_stage, summaries=summaries,
+        return search(self.parts, query, k, filt=filt, multi_stage=multi_stage, summaries=summaries,
                       candidates=candidates, rrf_k=rrf_k)
 
 

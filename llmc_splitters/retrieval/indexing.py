@@ -33,19 +33,17 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..chunking.inputs import decode
 from ..chunking.span import SpanTree
 from ..errors import ConfigurationError, LlmcError
 from .lexical_index import LexDoc, lexical_text
+from .parts import Dense, HasParts, IndexParts, parts_of
 from .records import PreparedFile, build_file, embed_source, sha
 from .spanstore import LEXICAL, VECTORS, SpanRow
 from .store import Record, vector_metadata
 from .workers import chunk, chunk_in_processes
-
-if TYPE_CHECKING:
-    from .index import CodeIndex
 
 __all__ = ["IndexInterrupted", "IndexReport", "Indexer", "Item", "read_text", "stat_of"]
 
@@ -145,11 +143,16 @@ class _StopFlag:
 
 
 class Indexer:
-    """The write path of one :class:`~llmc_splitters.retrieval.CodeIndex` (see the module docstring)."""
+    """The write path of one index (see the module docstring).
 
-    def __init__(self, index: CodeIndex) -> None:
-        self.index = index
-        self.store = index.span_store
+    Args:
+        parts: The engines it writes to and the chunker (:class:`~llmc_splitters.retrieval.parts.IndexParts`), or
+            what holds them (a :class:`~llmc_splitters.retrieval.CodeIndex`).
+    """
+
+    def __init__(self, parts: IndexParts | HasParts) -> None:
+        self.parts = parts_of(parts)
+        self.store = self.parts.spans
         self._uncommitted: list[str] = []  # files written to the lexical index since its last commit
         self._last_commit = time.monotonic()
 
@@ -162,14 +165,14 @@ class Indexer:
             raise ConfigurationError(msg)
         self.catch_up()
         markers = self.store.markers()
-        fp = self.index.settings_fingerprint
+        fp = self.parts.chunking.fingerprint
         with _StopFlag() as stop, self._committing():
             todo = self._changed(items, markers, fp, report, stop)
             source: Iterable[tuple[Item, SpanTree | str | None]]
             if workers == 1:
                 source = ((it, None) for it in todo)
             else:
-                payload = self.index._chunker_payload(workers)
+                payload = self.parts.chunking.payload(workers)
                 texts = {}
 
                 def pairs() -> Iterator[tuple[str, str]]:
@@ -193,19 +196,20 @@ class Indexer:
     def _prepare(self, source: Iterable[tuple[Item, SpanTree | str | None]], markers: dict[str, Any], fp: str,
                  report: IndexReport, stop: _StopFlag, writer: _GroupWriter) -> None:
         """Chunk and lay out each file of ``source``; hand each full group to ``writer``."""
+        chunking, dense = self.parts.chunking, self.parts.dense
         group: list[PreparedFile] = []
         for it, outcome in source:
             if isinstance(outcome, str):
                 report.failed[it.path] = outcome
                 continue
             try:
-                tree = outcome if outcome is not None else chunk(self.index.chunker, it.path, it.text or "")
+                tree = outcome if outcome is not None else chunk(chunking.chunker, it.path, it.text or "")
                 how = _split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass")))
                 if how:
                     report.split[it.path] = how
                 prepared = build_file(it.path, it.text or "", tree, file_hash=sha(it.text or ""), settings=fp,
-                                      stat=it.stat, summarizer=self.index.summarizer,
-                                      view=self.index._view if self.index.embedding is not None else None)
+                                      stat=it.stat, summarizer=chunking.summarizer,
+                                      view=dense.view if dense is not None else None)
             except LlmcError as exc:
                 report.failed[it.path] = str(exc)
                 continue
@@ -222,7 +226,7 @@ class Indexer:
                  stop: _StopFlag) -> Iterator[Item]:
         """The items that must be (re-)indexed, texts loaded; unchanged ones go to the report."""
         seen: set[str] = set()
-        errors = getattr(self.index.chunker, "errors", "fallback")
+        errors = getattr(self.parts.chunking.chunker, "errors", "fallback")
         errors = errors if errors in ("fallback", "strict") else "fallback"
         for it in items:
             if stop.signal_name is not None:
@@ -256,10 +260,10 @@ class Indexer:
 
     def open_engines(self) -> None:
         """Open what :meth:`flush` writes to (the lexical indexes, and the vector store of a dense index)."""
-        self.index.lexical("leaf")
-        self.index.lexical("summary")
-        if self.index.dense:
-            _ = self.index.vectors
+        self.parts.lexical("leaf")
+        self.parts.lexical("summary")
+        if self.parts.dense is not None:
+            self.parts.dense.vectors()
 
     def flush(self, group: list[PreparedFile], report: IndexReport) -> None:
         """Embed, write and publish a group of prepared files; ``group`` is emptied.
@@ -269,13 +273,13 @@ class Indexer:
         """
         if not group:
             return
-        dense = self.index.dense
+        dense = self.parts.dense
         try:
             self._embed(group, report)
             if not group:
                 return
             paths = [g.path for g in group]
-            self.store.write_files([g.write for g in group], pending=LEXICAL | (VECTORS if dense else 0))
+            self.store.write_files([g.write for g in group], pending=LEXICAL | (VECTORS if dense is not None else 0))
         except LlmcError as exc:
             for g in group:
                 report.failed[g.path] = f"could not write the records of {g.path}: {exc}"
@@ -285,10 +289,10 @@ class Indexer:
             report.spans += len(g.write.rows)
             (report.updated if g.update else report.added).append(g.path)
         self._publish_lexical(paths, [d for g in group for d in g.leaves], [d for g in group for d in g.summaries])
-        if dense:
-            self.index.vectors.upsert([self._vector_record(g.write.rows[i], vtext, v) for g in group
-                                       for i, vtext, v in self._vectors(g)])
-            self._delete_stale()
+        if dense is not None:
+            dense.vectors().upsert([self._vector_record(g.write.rows[i], vtext, v) for g in group
+                                    for i, vtext, v in self._vectors(dense, g)])
+            self._delete_stale(dense)
             self.store.done(paths, VECTORS)
         group.clear()
         if time.monotonic() - self._last_commit >= _LEXICAL_COMMIT_SECONDS:
@@ -296,8 +300,8 @@ class Indexer:
 
     def commit_lexical(self) -> None:
         """Commit the lexical indexes and clear the outbox rows of the files they now hold."""
-        self.index.lexical("leaf").commit()
-        self.index.lexical("summary").commit()
+        self.parts.lexical("leaf").commit()
+        self.parts.lexical("summary").commit()
         self._last_commit = time.monotonic()
         waiting, self._uncommitted = self._uncommitted, []
         self.store.done(waiting, LEXICAL)
@@ -312,10 +316,10 @@ class Indexer:
             if self._uncommitted:
                 self.commit_lexical()
 
-    def _delete_stale(self) -> None:
+    def _delete_stale(self, dense: Dense) -> None:
         stale = self.store.stale_ids()
         if stale:
-            self.index.vectors.delete(ids=stale)
+            dense.vectors().delete(ids=stale)
             self.store.drop_stale(stale)
 
     def _embed(self, group: list[PreparedFile], report: IndexReport) -> None:
@@ -323,8 +327,8 @@ class Indexer:
         sized by the model's tokens (:class:`~llmc_splitters.retrieval.embeddings.BatchEmbedder`: sorted by length,
         a failed batch retried with backoff, then split). A file with a text that keeps failing is taken out of
         the group and reported failed: it keeps the version indexed before."""
-        emb = self.index.embedding
-        if emb is None or getattr(self.index.vectors, "embeds_itself", False):
+        dense = self.parts.dense
+        if dense is None or getattr(dense.vectors(), "embeds_itself", False):
             return  # lexical only, or a vector store that embeds what it stores
         want = {eh: vtext for g in group for _, vtext, eh in g.views}
         if not want:
@@ -334,7 +338,7 @@ class Indexer:
         todo = [(eh, vtext) for eh, vtext in want.items() if eh not in cached]
         if not todo:
             return
-        result = self.index.embedder.embed([v for _, v in todo])
+        result = dense.embedder().embed([v for _, v in todo])
         got = {eh: [float(x) for x in v] for (eh, _), v in zip(todo, result.vectors) if v is not None}
         self.store.cache_vectors(got)
         report.embedded += len(got)
@@ -346,9 +350,9 @@ class Indexer:
                     report.failed[g.path] = f"could not embed a text of {g.path}: {why}"
                     group.remove(g)
 
-    def _vectors(self, g: PreparedFile) -> Iterator[tuple[int, str, list[float] | None]]:
+    def _vectors(self, dense: Dense, g: PreparedFile) -> Iterator[tuple[int, str, list[float] | None]]:
         """``(row index, embedded text, vector)`` of a prepared file (no vector for a store that embeds)."""
-        if getattr(self.index.vectors, "embeds_itself", False):
+        if getattr(dense.vectors(), "embeds_itself", False):
             for i, vtext, _ in g.views:
                 yield i, vtext, None
             return
@@ -365,8 +369,8 @@ class Indexer:
         return Record(s.id, text, meta, vector)
 
     def _publish_lexical(self, paths: list[str], leaves: list[LexDoc], summaries: list[LexDoc]) -> None:
-        self.index.lexical("leaf").replace(paths, leaves, commit=False)
-        self.index.lexical("summary").replace(paths, summaries, commit=False)
+        self.parts.lexical("leaf").replace(paths, leaves, commit=False)
+        self.parts.lexical("summary").replace(paths, summaries, commit=False)
         self._uncommitted.extend(paths)
 
     # ------------------------------------------------------------------------------------------- removals
@@ -377,12 +381,12 @@ class Indexer:
         if not paths:
             return []
         known = set(self.store.paths()) | set(self.store.pending(LEXICAL | VECTORS))
-        dense = self.index.dense
-        self.store.remove_files(paths, pending=LEXICAL | (VECTORS if dense else 0))
+        dense = self.parts.dense
+        self.store.remove_files(paths, pending=LEXICAL | (VECTORS if dense is not None else 0))
         with self._committing():
             self._publish_lexical(paths, [], [])
-            if dense:
-                self._delete_stale()
+            if dense is not None:
+                self._delete_stale(dense)
                 self.store.done(paths, VECTORS)
         self.store.clear_failed(paths)
         return [p for p in paths if p in known]
@@ -406,27 +410,28 @@ class Indexer:
             with self._committing():
                 self._publish_lexical(part, leaves, summaries)
         vec = self.store.pending(VECTORS)
+        dense = self.parts.dense
         if not vec:
-            if self.index.dense:
-                self._delete_stale()
+            if dense is not None:
+                self._delete_stale(dense)
             return
-        if not self.index.dense:
+        if dense is None:
             self.store.done(vec, VECTORS)
             return
-        embeds = getattr(self.index.vectors, "embeds_itself", False)
+        embeds = getattr(dense.vectors(), "embeds_itself", False)
         for i in range(0, len(vec), _GROUP_FILES):
             part = vec[i : i + _GROUP_FILES]
             rows = [r for p in part for r in self.store.searched(p) if r.embed_hash]
-            views = {r.span.id: self.index._view(embed_source(r.span, r.role), {})[0] for r in rows}
+            views = {r.span.id: dense.view(embed_source(r.span, r.role), {})[0] for r in rows}
             cached = {} if embeds else self.store.cached_vectors({r.embed_hash for r in rows if r.embed_hash})
             missing = [r for r in rows if not embeds and r.embed_hash not in cached]
             if missing:  # vectors are cached before their rows are written: only a cache emptied by hand gets here
-                vecs = self.index.embedding.embed_documents([views[r.span.id] for r in missing])  # type: ignore[union-attr]
+                vecs = dense.embedding.embed_documents([views[r.span.id] for r in missing])
                 cached.update({r.embed_hash: [float(x) for x in v] for r, v in zip(missing, vecs) if r.embed_hash})
-            self.index.vectors.upsert([self._vector_record(r, views[r.span.id], cached.get(r.embed_hash or ""))
-                                       for r in rows])
+            dense.vectors().upsert([self._vector_record(r, views[r.span.id], cached.get(r.embed_hash or ""))
+                                    for r in rows])
             self.store.done(part, VECTORS)
-        self._delete_stale()
+        self._delete_stale(dense)
 
 
 def _split_note(tree: SpanTree, nbytes: int) -> str | None:

@@ -11,16 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from ..chunking.span import Span
 from ..errors import ConfigurationError
 from .filters import SearchFilter
 from .fuse import DEFAULT_RRF_K, reciprocal_rank_fusion
+from .parts import HasParts, IndexParts, parts_of
 from .spanstore import SpanRow
-
-if TYPE_CHECKING:
-    from .index import CodeIndex
 
 __all__ = ["Hit", "SearchResult", "confidence", "rank_texts", "search"]
 
@@ -74,13 +71,13 @@ class SearchResult:
     signals: Mapping[str, float] = field(default_factory=dict)
 
 
-def _resolve(index: CodeIndex, filt: SearchFilter) -> tuple[SearchFilter, list[str] | None]:
+def _resolve(parts: IndexParts, filt: SearchFilter) -> tuple[SearchFilter, list[str] | None]:
     """The filter as the engines apply it, and the files it names when they cannot match it as a directory or a
     file themselves (a glob; a prefix that is not a whole directory name). ``src`` that names exactly the files
     under ``src/`` is the directory ``src/``."""
     if filt.path is None or filt.directory is not None:
         return filt, None
-    store = index.span_store
+    store = parts.spans
     if filt.is_glob:
         return filt, store.paths(glob=filt.path)
     if store.marker(filt.path) is not None:
@@ -104,7 +101,7 @@ def _tie_order(ranked: list[tuple[str, float]], rows: Mapping[str, SpanRow]) -> 
 
 
 def search(
-    index: CodeIndex,
+    index: IndexParts | HasParts,
     query: str,
     k: int = 10,
     *,
@@ -114,21 +111,26 @@ def search(
     candidates: int = 50,
     rrf_k: int = DEFAULT_RRF_K,
 ) -> SearchResult:
-    """Find the leaves that best match ``query`` (see :meth:`~llmc_splitters.retrieval.CodeIndex.search`)."""
+    """Find the leaves that best match ``query`` (see :meth:`~llmc_splitters.retrieval.CodeIndex.search`).
+
+    ``index`` is the index's :class:`~llmc_splitters.retrieval.parts.IndexParts` (or what holds them: the index).
+    """
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
         msg = f"k must be a positive integer, got {k!r}"
         raise ConfigurationError(msg)
-    filt, files = _resolve(index, filt or SearchFilter())
+    parts = parts_of(index)
+    dense = parts.dense
+    filt, files = _resolve(parts, filt or SearchFilter())
     n = max(candidates, k)
-    qvec = index.embed_query(query) if index.embedding is not None else None
-    lists: dict[str, list[tuple[str, float]]] = {"lexical": index.lexical("leaf").search(query, n, filt, files)}
-    if qvec is not None:
-        lists["dense"] = index.vectors.query(qvec, n, role="leaf", filt=filt, files=files)
+    qvec = dense.embed_query(query) if dense is not None else None
+    lists: dict[str, list[tuple[str, float]]] = {"lexical": parts.lexical("leaf").search(query, n, filt, files)}
+    if dense is not None and qvec is not None:
+        lists["dense"] = dense.vectors().query(qvec, n, role="leaf", filt=filt, files=files)
     chosen: list[str] = []
     if multi_stage:
-        chosen, local = _multi_stage(index, query, qvec, n, filt, files, summaries, rrf_k)
+        chosen, local = _multi_stage(parts, query, qvec, n, filt, files, summaries, rrf_k)
         lists.update(local)
-    rows = index.span_store.get([i for r in lists.values() for i, _ in r])
+    rows = parts.spans.get([i for r in lists.values() for i, _ in r])
     lists = {name: _tie_order(r, rows) for name, r in lists.items()}
     names = [name for name, r in lists.items() if r]
     fused = reciprocal_rank_fusion([[i for i, _ in lists[name]] for name in names], k=rrf_k)
@@ -137,18 +139,19 @@ def search(
     for rank, (rid, score) in enumerate(fused[:k]):
         ranks = {name: positions[name][rid] for name in names if rid in positions[name]}
         hits.append(Hit(rows[rid].span, score, rank, ranks))
-    signals = _signals(index, query, hits[0].span if hits else None, lists.get("lexical", []), lists.get("dense"))
+    signals = _signals(parts, query, hits[0].span if hits else None, lists.get("lexical", []), lists.get("dense"))
     return SearchResult(query, tuple(hits), confidence(signals), tuple(chosen), filt, signals)
 
 
-def _multi_stage(index: CodeIndex, query: str, qvec: list[float] | None, n: int, filt: SearchFilter,
+def _multi_stage(parts: IndexParts, query: str, qvec: list[float] | None, n: int, filt: SearchFilter,
                  files: Sequence[str] | None, summaries: int, rrf_k: int
                  ) -> tuple[list[str], dict[str, list[tuple[str, float]]]]:
     """Rank file/class summaries, then rank again the leaves inside the best ones."""
-    sum_lists = [index.lexical("summary").search(query, n, filt, files)]
-    if qvec is not None:
-        sum_lists.append(index.vectors.query(qvec, n, role="summary", filt=filt, files=files))
-    held = index.span_store.get([i for r in sum_lists for i, _ in r])
+    dense = parts.dense
+    sum_lists = [parts.lexical("summary").search(query, n, filt, files)]
+    if dense is not None and qvec is not None:
+        sum_lists.append(dense.vectors().query(qvec, n, role="summary", filt=filt, files=files))
+    held = parts.spans.get([i for r in sum_lists for i, _ in r])
     sum_lists = [[(i, s) for i, s in r if i in held] for r in sum_lists]
     fused = reciprocal_rank_fusion([[i for i, _ in r] for r in sum_lists if r], k=rrf_k)
     chosen = [i for i, _ in fused[:summaries]]
@@ -157,27 +160,31 @@ def _multi_stage(index: CodeIndex, query: str, qvec: list[float] | None, n: int,
     for sid in chosen:
         target = held[sid].span.metadata.get("target_id")
         if isinstance(target, str):
-            allowed.update(index.span_store.leaves_under(target))
+            allowed.update(parts.spans.leaves_under(target))
             paths.add(held[sid].file)
     local: dict[str, list[tuple[str, float]]] = {}
     if allowed:
         wide = max(n, len(allowed))
-        local["local_lexical"] = [r for r in index.lexical("leaf").search(query, wide, filt, sorted(paths))
+        local["local_lexical"] = [r for r in parts.lexical("leaf").search(query, wide, filt, sorted(paths))
                                   if r[0] in allowed][:n]
-        if qvec is not None:
-            local["local_dense"] = [r for r in index.vectors.query(qvec, wide, role="leaf", filt=filt,
-                                                                  files=sorted(paths)) if r[0] in allowed][:n]
+        if dense is not None and qvec is not None:
+            local["local_dense"] = [r for r in dense.vectors().query(qvec, wide, role="leaf", filt=filt,
+                                                                    files=sorted(paths)) if r[0] in allowed][:n]
     return chosen, local
 
 
-def rank_texts(index: CodeIndex, query: str, texts: Sequence[str], qvec: list[float] | None = None) -> list[int]:
+def rank_texts(index: IndexParts | HasParts, query: str, texts: Sequence[str], qvec: list[float] | None = None
+               ) -> list[int]:
     """Indices of ``texts`` (parts of one hit) best match first, by the index's own scorers restricted to them:
     BM25 with the lexical index's document frequencies, fused by RRF with cosine similarity when the index is dense.
+
+    ``index`` is the index's :class:`~llmc_splitters.retrieval.parts.IndexParts` (or what holds them: the index).
     """
     from .lexical import code_terms
 
+    parts = parts_of(index)
     terms = code_terms(query)
-    lex = index.lexical("leaf")
+    lex = parts.lexical("leaf")
     n_docs, df = lex.stats(set(terms))
     docs = [code_terms(t) for t in texts]
     avgdl = (sum(len(d) for d in docs) / len(docs)) if docs else 1.0
@@ -195,9 +202,10 @@ def rank_texts(index: CodeIndex, query: str, texts: Sequence[str], qvec: list[fl
                 score += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len(d) / max(avgdl, 1e-9)))
         scores.append(score)
     lists = [sorted(range(len(texts)), key=lambda i: (-scores[i], i))]
-    if index.dense:
-        qv = qvec if qvec is not None else index.embed_query(query)
-        vecs = index.embedding.embed_documents([index._view(t, {})[0] for t in texts])  # type: ignore[union-attr]
+    dense = parts.dense
+    if dense is not None:
+        qv = qvec if qvec is not None else dense.embed_query(query)
+        vecs = dense.embedding.embed_documents([dense.view(t, {})[0] for t in texts])
         cos = [_cosine(qv, [float(x) for x in v]) for v in vecs]
         lists.append(sorted(range(len(texts)), key=lambda i: (-cos[i], i)))
     return [i for i, _ in reciprocal_rank_fusion(lists)]
@@ -225,7 +233,7 @@ def _softmax_share(top: str, ranked: Sequence[tuple[str, float]], tau: float, no
     return next((v / total for (rid, _), v in zip(head, ex) if rid == top), 0.0)
 
 
-def _signals(index: CodeIndex, query: str, top: Span | None, lexical: Sequence[tuple[str, float]],
+def _signals(parts: IndexParts, query: str, top: Span | None, lexical: Sequence[tuple[str, float]],
              dense: Sequence[tuple[str, float]] | None) -> dict[str, float]:
     """The measurements :func:`confidence` combines, for the top fused hit."""
     if top is None:
@@ -235,7 +243,7 @@ def _signals(index: CodeIndex, query: str, top: Span | None, lexical: Sequence[t
     out = {"lexical_margin": _softmax_share(top.id, lexical, _TAU_LEXICAL, True)}
     terms = set(code_terms(query))
     if terms:
-        n_docs, df = index.lexical("leaf").stats(terms)
+        n_docs, df = parts.lexical("leaf").stats(terms)
         idf = {t: math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
         have = set(code_terms(f"{top.path or ''} {top.name or ''}\n{top.text}"))
         total = sum(idf.values())

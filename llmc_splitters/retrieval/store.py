@@ -11,8 +11,8 @@ Leaves and summaries go to two collections (``NAME`` and ``NAME_summaries``), so
 collections' metadata records which embedding model filled them; opening them with another model raises a
 :class:`~llmc_splitters.errors.ConfigurationError` instead of mixing vector spaces.
 
-Any other store implements the same small protocol (:class:`VectorStore`); :mod:`.vectorstore` adapts any LangChain
-``VectorStore``.
+Any other store implements the same small protocol (:class:`VectorStore`); :mod:`.langchain_store` adapts any
+LangChain ``VectorStore``.
 """
 
 from __future__ import annotations

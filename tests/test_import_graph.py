@@ -1,0 +1,183 @@
+"""The package's import graph: no circles (type-only and function-level imports included), and the parts the index
+composes never import the index.
+
+The graph is read from the source with :mod:`ast`: every ``import`` and ``from ... import`` anywhere in a module
+(module level, inside functions, under ``if TYPE_CHECKING:``), relative imports resolved. An edge goes to the module
+named, and for ``from a.b import c`` to ``a.b.c`` too when that is a module; never to the packages above the module
+named, nor to the importing module's own packages (Python initialises a package before its children, so a child
+importing from its package, ``from . import x``, is no circle).
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import llmc_splitters
+
+PACKAGE = "llmc_splitters"
+ROOT = Path(llmc_splitters.__file__).parent
+
+# Circles another branch removes; the test ignores these edges until it lands.
+# What stands above the index and may import it: the faces, the ingestion pipeline, the CLI and the MCP server, and in
+# retrieval/ the package itself, the retriever and code_index(). The parts the index composes (the write path, the
+# search, the stores, context and expansion, the records) stand below it and are handed what they need as
+# collaborators (llmc_splitters.retrieval.parts): none of them imports it.
+ABOVE_THE_INDEX = ("llmc_splitters.cli", "llmc_splitters.mcp", "llmc_splitters.ingest", "llmc_splitters.langchain",
+                   "llmc_splitters.llama_index")
+ABOVE_THE_INDEX_IN_RETRIEVAL = {"llmc_splitters.retrieval", "llmc_splitters.retrieval.retriever",
+                                "llmc_splitters.retrieval.vectorstore"}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its own name, for its ``__init__.py``)."""
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = (PACKAGE, *path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that module ``name`` (at ``path``) imports, anywhere in its source (not its own
+    packages)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return {m for m in found if m in modules and m != name and not name.startswith(m + ".")}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imported(name, path, modules) for name, path in modules.items()}
+
+
+def _groups(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The groups of two or more modules that reach each other by imports (strongly connected components, by
+    Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def _circle(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest circle through a group's first module (breadth first, inside the group)."""
+    start = min(group)
+    paths = {w: [start, w] for w in sorted(graph[start] & group)}
+    frontier = list(paths)
+    while start not in paths:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & group):
+                if w not in paths:
+                    paths[w] = [*paths[v], w]
+                    nxt.append(w)
+        frontier = nxt
+    return paths[start]
+
+
+def _report(graph: dict[str, set[str]]) -> list[str]:
+    """One line per group of modules in import circles: a circle, and the group when it holds more."""
+    lines = []
+    for group in _groups(graph):
+        circle = _circle(graph, group)
+        rest = sorted(group - set(circle))
+        lines.append(" -> ".join(circle) + (f"  (in circles with these too: {', '.join(rest)})" if rest else ""))
+    return sorted(lines)
+
+
+def test_every_kind_of_import_is_an_edge(tmp_path):
+    src = tmp_path / "mod.py"
+    src.write_text(textwrap.dedent("""
+        from typing import TYPE_CHECKING
+        import top.pkg.a
+        from . import b, not_a_module
+        from .c import name
+        from .sub import d
+        from .. import top_level_name
+        if TYPE_CHECKING:
+            from .e import E
+
+        def f():
+            from top.pkg.g import G
+        """), encoding="utf-8")
+    names = ["top", "top.pkg", "top.pkg.a", "top.pkg.b", "top.pkg.c", "top.pkg.sub", "top.pkg.sub.d", "top.pkg.e",
+             "top.pkg.g", "top.pkg.mod"]
+    got = _imported("top.pkg.mod", src, dict.fromkeys(names, src))
+    # Not to its own packages (top, top.pkg), nor to a name that is not a module.
+    assert got == {"top.pkg.a", "top.pkg.b", "top.pkg.c", "top.pkg.sub", "top.pkg.sub.d", "top.pkg.e", "top.pkg.g"}
+
+
+def test_the_graph_reads_the_package():
+    graph = _graph()
+    assert "llmc_splitters.retrieval.index" in graph["llmc_splitters.retrieval.retriever"]  # from .index import
+    assert "llmc_splitters.retrieval.index" in graph["llmc_splitters.ingest.writer"]  # under TYPE_CHECKING
+    assert "llmc_splitters.retrieval.indexing" in graph["llmc_splitters.ingest.writer"]  # inside a function
+    assert "llmc_splitters.retrieval" in graph["llmc_splitters.langchain.retriever"]  # another package's __init__
+
+
+def test_the_cycle_finder_finds_every_circle():
+    graph = {"a": {"b", "e"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"a"}, "x": {"y"}, "y": {"x"}}
+    assert _report(graph) == ["a -> e -> a  (in circles with these too: b, c)", "x -> y -> x"]
+    assert _report({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles():
+    graph = _graph()
+    circles = _report(graph)
+    assert not circles, "import circles:\n" + "\n".join(circles)
+
+
+def test_only_what_stands_above_the_index_imports_it():
+    def above(name: str) -> bool:
+        return name in ABOVE_THE_INDEX_IN_RETRIEVAL or any(name == p or name.startswith(p + ".") for p in ABOVE_THE_INDEX)
+
+    graph = _graph()
+    importers = {name for name, targets in graph.items() if "llmc_splitters.retrieval.index" in targets}
+    below = sorted(name for name in importers if not above(name))
+    assert not below, f"imports retrieval.index from below it: {below}"
+    assert "llmc_splitters.retrieval.retriever" in importers  # the test sees the index's importers
+    composed = graph["llmc_splitters.retrieval.index"]
+    assert {"llmc_splitters.retrieval.indexing", "llmc_splitters.retrieval.search"} <= composed
+    assert not any(above(name) for name in composed), sorted(filter(above, composed))
