@@ -25,34 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import fallback
-from ._grammar import get_parser, load_language, load_query
+from ._grammar import get_parser, load_language
 from .counting import RangeCounter
-from .languages import LanguageSpec, generic_definition_kind, get_spec, normalize_language
+from .definitions import _CLASS_LIKE, Context, DefInfo, find_definitions, wide_error
+from .languages import LanguageSpec, get_spec, normalize_language
 from .tokens import Tokenizer
 
-_CLASS_LIKE = frozenset({"class", "interface", "enum", "module", "struct", "trait", "impl", "namespace", "type"})
-# Past these, a tree with syntax errors is chunked without queries (see wide_error).
-_WIDE_ERROR_CHILDREN = 2000
-_WIDE_ERROR_VISITS = 500_000
 # A named node this small on the same line as the code before it joins that code (`};`).
 _TRAILING_BYTES = 2
 # A packed group under budget / this many tokens joins a neighbouring group of its run when the join fits.
 _SMALL_LEAF_DIV = 8
-
-
-@dataclass(slots=True)
-class DefInfo:
-    """A definition found by the language's query (or by node kind on the generic path)."""
-
-    kind: str
-    name: str
-    qname: str
-    start: int
-    end: int
-    start_line: int
-    end_line: int
-    node: Any  # the inner definition node (decorators/export excluded)
-    outer: Any  # the node that is the span (the wrapper when there is one)
 
 
 @dataclass(slots=True, eq=False)
@@ -99,16 +81,6 @@ class Leaf:
     meta: dict[str, Any]
 
 
-@dataclass(slots=True)
-class Context:
-    """Per-language state for one parsed region (the file, or an injected fence/script)."""
-
-    spec: LanguageSpec
-    defs: dict[int, DefInfo]
-    wrapped: set[int]
-    imports: set[int]
-
-
 class Engine(RangeCounter):
     """One chunking run over one file (not shared between threads); it counts its ranges as a
     :class:`RangeCounter`."""
@@ -125,104 +97,13 @@ class Engine(RangeCounter):
 
     # ----------------------------------------------------------------- definitions
     def context_for(self, spec: LanguageSpec, root: Any) -> Context:
-        """Find definitions, wrappers and imports under ``root`` with the language's query (or by node kind)."""
-        defs: dict[int, DefInfo] = {}
-        wrapped: set[int] = set()
-        imports: set[int] = set()
+        """The definitions, wrappers and imports under ``root`` (:func:`find_definitions`), also listed in
+        ``all_defs``. Once a tree of this file holds a wide syntax error, no query runs on this file again."""
         if wide_error(root):
             self.wide_error = True
-        if spec.query is not None and spec.grammar is not None and not self.wide_error:
-            import tree_sitter
-
-            query = load_query(spec.grammar, spec.query)
-            cursor = tree_sitter.QueryCursor(query)
-            cursor.set_byte_range(root.start_byte, root.end_byte)
-            wrappers: list[tuple[Any, Any]] = []
-            for _, caps in cursor.matches(root):
-                for cap, nodes in caps.items():
-                    if cap.startswith("definition."):
-                        node = nodes[0]
-                        name_nodes = caps.get("name")
-                        name = self._node_name(name_nodes[0]) if name_nodes else node.type
-                        defs[node.id] = self._info(cap.split(".", 1)[1], name, node)
-                    elif cap == "wrapper":
-                        wrappers.append((nodes[0], caps["inner"][0]))
-                    elif cap == "import":
-                        imports.add(nodes[0].id)
-            # Innermost wrappers first, so `export @dec class` resolves through both layers.
-            wrappers.sort(key=lambda w: w[0].end_byte - w[0].start_byte)
-            for outer, inner in wrappers:
-                info = defs.get(inner.id)
-                if info is not None:
-                    wrapped.add(inner.id)
-                    info.outer = outer
-                    defs[outer.id] = info
-        else:
-            self._generic_defs(root, defs)
-        ctx = Context(spec, defs, wrapped, imports)
-        self._qualify(ctx)
+        ctx = find_definitions(spec, root, self.data, use_query=not self.wide_error)
+        self.all_defs.extend(ctx.ordered)
         return ctx
-
-    def _info(self, kind: str, name: str, node: Any) -> DefInfo:
-        return DefInfo(
-            kind=kind,
-            name=name,
-            qname=name,
-            start=node.start_byte,
-            end=node.end_byte,
-            start_line=node.start_point[0] + 1,
-            end_line=node.end_point[0] + (1 if node.end_point[1] > 0 else 0) or 1,
-            node=node,
-            outer=node,
-        )
-
-    def _node_name(self, node: Any) -> str:
-        name = self.text(node.start_byte, node.end_byte)
-        return " ".join(name.split())[:200]
-
-    def _generic_defs(self, root: Any, defs: dict[int, DefInfo]) -> None:
-        cursor = root.walk()
-        visited_children = False
-        while True:
-            if not visited_children:
-                node = cursor.node
-                if node.is_named and node.child_count:
-                    kind = generic_definition_kind(node.type)
-                    if kind is not None:
-                        name_node = node.child_by_field_name("name")
-                        if name_node is None:
-                            name_node = next(
-                                (c for c in node.named_children if c.type.endswith(("identifier", "name", "constant"))),
-                                None,
-                            )
-                        if name_node is not None:
-                            defs[node.id] = self._info(kind, self._node_name(name_node), node)
-                if cursor.goto_first_child():
-                    continue
-                visited_children = True
-            if cursor.goto_next_sibling():
-                visited_children = False
-            elif not cursor.goto_parent():
-                break
-
-    def _qualify(self, ctx: Context) -> None:
-        """Qualified names (``Client.send``) and ``method`` kinds from the nesting of definitions."""
-        infos = sorted({id(i): i for i in ctx.defs.values()}.values(), key=lambda i: (i.outer.start_byte, -i.outer.end_byte))
-        stack: list[DefInfo] = []
-        sep = ctx.spec.separator
-        for info in infos:
-            start, end = info.outer.start_byte, info.outer.end_byte
-            info.start, info.end = start, end
-            info.start_line = info.outer.start_point[0] + 1
-            while stack and stack[-1].end <= start:
-                stack.pop()
-            if stack:
-                parent = stack[-1]
-                info.qname = f"{parent.qname}{sep}{info.name}"
-                if info.kind == "function" and parent.kind in _CLASS_LIKE:
-                    info.kind = "method"
-            stack.append(info)
-            self.all_defs.append(info)
 
     # ----------------------------------------------------------------- splitting
     def run(self, root: Any, spec: LanguageSpec, file_scope: Scope, lo: int, hi: int) -> list[Unit]:
@@ -734,27 +615,6 @@ def parse(data: bytes, grammar: str, window: tuple[int, int] | None = None) -> A
         return parser.parse(data)
     finally:
         parser.included_ranges = []
-
-
-def wide_error(root: Any) -> bool:
-    """Whether the tree holds an ERROR node with very many direct children.
-
-    tree-sitter recovers a file of unbalanced punctuation into one flat ERROR node, and query cursors are
-    quadratic in such a node's width (minutes for 100 KB). Only subtrees that contain an error are visited.
-    """
-    if not root.has_error:
-        return False
-    stack = [root]
-    visits = 0
-    while stack:
-        node = stack.pop()
-        visits += 1
-        if node.type == "ERROR" and node.child_count > _WIDE_ERROR_CHILDREN:
-            return True
-        if visits > _WIDE_ERROR_VISITS:
-            return True
-        stack.extend(c for c in node.children if c.has_error)
-    return False
 
 
 def _string_statement(node: Any) -> Any:
