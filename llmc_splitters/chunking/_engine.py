@@ -21,7 +21,6 @@ extends.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import fallback
@@ -30,55 +29,12 @@ from .counting import RangeCounter
 from .definitions import _CLASS_LIKE, Context, DefInfo, find_definitions, wide_error
 from .languages import LanguageSpec, get_spec, normalize_language
 from .tokens import Tokenizer
+from .units import Leaf, Scope, Unit
 
 # A named node this small on the same line as the code before it joins that code (`};`).
 _TRAILING_BYTES = 2
 # A packed group under budget / this many tokens joins a neighbouring group of its run when the join fits.
 _SMALL_LEAF_DIV = 8
-
-
-@dataclass(slots=True, eq=False)
-class Scope:
-    """A structural span under construction: the file, or a definition that had to be split."""
-
-    kind: str
-    name: str | None
-    start: int
-    end: int
-    parent: Scope | None
-    spec: LanguageSpec
-    info: DefInfo | None = None
-    parts: int = 0
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True, eq=False)
-class Unit:
-    """A byte range that is either a definition (atomic), glue, or a fallback piece."""
-
-    start: int
-    end: int
-    scope: Scope
-    role: str  # "def" | "glue" | "piece" | "standalone"
-    category: str = "other"  # glue only: "import" | "other" | "neutral" (comments, docstrings)
-    info: DefInfo | None = None
-    node_type: str | None = None
-    tokens: int = -1
-    how: str | None = None  # fallback level that produced a piece
-    leading: tuple[Any, ...] = ()  # comments/decorators attached above a definition
-    node: Any = None  # the syntax node of a single-node glue unit
-
-
-@dataclass(slots=True)
-class Leaf:
-    start: int
-    end: int
-    scope: Scope
-    kind: str
-    name: str | None
-    tokens: int
-    units: list[Unit]
-    meta: dict[str, Any]
 
 
 class Engine(RangeCounter):
