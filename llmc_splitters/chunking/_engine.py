@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import fallback
+from . import fallback, packing
 from ._grammar import get_parser, load_language
 from .counting import RangeCounter
 from .definitions import _CLASS_LIKE, Context, DefInfo, find_definitions, wide_error
@@ -33,8 +33,6 @@ from .units import Leaf, Scope, Unit
 
 # A named node this small on the same line as the code before it joins that code (`};`).
 _TRAILING_BYTES = 2
-# A packed group under budget / this many tokens joins a neighbouring group of its run when the join fits.
-_SMALL_LEAF_DIV = 8
 
 
 class Engine(RangeCounter):
@@ -363,191 +361,9 @@ class Engine(RangeCounter):
             pos += size
         return units
 
-    # ----------------------------------------------------------------- merging
     def merge(self, units: list[Unit]) -> list[Leaf]:
-        """Group units into leaves: definitions alone, glue runs of one scope packed up to the budget."""
-        leaves: list[Leaf] = []
-        i = 0
-        n = len(units)
-        while i < n:
-            u = units[i]
-            if u.role != "glue":
-                tokens = u.tokens if u.tokens >= 0 else self.count(u.start, u.end)
-                leaves.append(Leaf(u.start, u.end, u.scope, "", None, tokens, [u], {}))
-                i += 1
-                continue
-            j = i
-            while j < n and units[j].role == "glue" and units[j].scope is u.scope:
-                j += 1
-            for group in self._pack(units[i:j]):
-                start, end = group[0].start, group[-1].end
-                tokens = self.count(start, end)
-                leaves.append(Leaf(start, end, u.scope, "", None, tokens, group, {}))
-            i = j
-        return self._absorb_blank(leaves)
-
-    def _absorb_blank(self, leaves: list[Leaf]) -> list[Leaf]:
-        """A leaf of nothing but whitespace joins the leaf before it (same scope, if it still fits)."""
-        out: list[Leaf] = []
-        for leaf in leaves:
-            prev = out[-1] if out else None
-            if (
-                prev is not None
-                and prev.scope is leaf.scope
-                and not self.data[leaf.start : leaf.end].strip()
-                and self.count(prev.start, leaf.end) <= self.budget
-            ):
-                prev.end = leaf.end
-                prev.tokens = self.count(prev.start, leaf.end)
-                prev.units = [*prev.units, *leaf.units]
-                continue
-            out.append(leaf)
-        return out
-
-    def _pack(self, run: list[Unit]) -> list[list[Unit]]:
-        # Neutral units (comments, docstrings) take the category of the next statement.
-        cats: list[str] = [u.category for u in run]
-        nxt = "other"
-        for k in range(len(run) - 1, -1, -1):
-            if cats[k] == "neutral":
-                cats[k] = nxt
-            else:
-                nxt = cats[k]
-        paragraphs = run[0].scope.spec.paragraph_groups
-        comments = run[0].scope.spec.comment_types
-        groups: list[list[Unit]] = []
-        hard: list[bool] = []  # hard[g]: group g starts at a change of category (never joined to the one before)
-        group: list[Unit] = []
-        group_hard = False
-        total = 0
-        budget = self.budget
-        for k, u in enumerate(run):
-            t = self.estimate(u.start, u.end)
-            cat_break = bool(group) and (cats[k] != cats[k - 1])
-            breaks = cat_break
-            if group and not breaks and paragraphs and self._blank_before(u.start) and total >= budget // 4:
-                breaks = True
-            if group and not breaks and budget < total + t <= budget + budget // 4:
-                # Near the budget the estimate decides where a leaf ends: count exactly (a wrong "over" leaves a
-                # small leaf behind, e.g. a function's closing brace).
-                joined = self.count(group[0].start, u.end)
-                if joined <= budget:
-                    t = joined - total
-            if group and not breaks and total + t > budget:
-                # Prefer to end the group at its last blank line (if that keeps at least half of it), else at a
-                # line start rather than inside a line; only when what is carried over then fits with ``u``
-                # (a cut that leaves the carried units alone only adds a small leaf).
-                cut = self._last_blank(group, total)
-                if cut is None and not self._line_start(u.start):
-                    cut = next((m for m in range(len(group) - 1, 0, -1) if self._line_start(group[m].start)), None)
-                if cut is None:
-                    # Comments right above ``u`` go with it.
-                    m = len(group)
-                    while m > 1 and group[m - 1].node_type in comments:
-                        m -= 1
-                    cut = m if m < len(group) else None
-                if cut is not None:
-                    rest = sum(self.estimate(x.start, x.end) for x in group[cut:])
-                    if rest + t <= budget:
-                        groups.append(group[:cut])
-                        hard.append(group_hard)
-                        group, group_hard, total = group[cut:], False, rest
-                if group and total + t > budget:
-                    breaks = True
-            if breaks:
-                groups.append(group)
-                hard.append(group_hard)
-                group, group_hard, total = [], cat_break, 0
-            group.append(u)
-            total += t
-        if group:
-            groups.append(group)
-            hard.append(group_hard)
-        # Counts are not exactly additive across joins: make sure every packed group really fits. What a group
-        # sheds joins the next group when that fits (same category), so that it does not become a leaf of its own.
-        out: list[list[Unit]] = []
-        out_hard: list[bool] = []
-        carry: list[Unit] = []
-        for g, h in zip(groups, hard):
-            if carry:
-                if not h and self.count(carry[0].start, g[-1].end) <= budget:
-                    g = carry + g
-                else:
-                    for x in self._pack_exact(carry):
-                        out.append(x)
-                        out_hard.append(False)
-                carry = []
-            if len(g) > 1 and self.count(g[0].start, g[-1].end) > budget:
-                head, carry = self._shed(g)
-                out.append(head)
-            else:
-                out.append(g)
-            out_hard.append(h)
-        for x in self._pack_exact(carry):
-            out.append(x)
-            out_hard.append(False)
-        return self._absorb_small(out, out_hard)
-
-    def _absorb_small(self, groups: list[list[Unit]], hard: list[bool]) -> list[list[Unit]]:
-        """A small group (a closing brace, the last statement after a blank line) joins the group before it, or
-        else the one after it, when they are of the same category and the join fits the budget."""
-        small = max(1, self.budget // _SMALL_LEAF_DIV)
-        k = 0
-        while k < len(groups) and len(groups) > 1:
-            g = groups[k]
-            if self.count(g[0].start, g[-1].end) >= small:
-                k += 1
-                continue
-            if k > 0 and not hard[k] and self.count(groups[k - 1][0].start, g[-1].end) <= self.budget:
-                groups[k - 1] = groups[k - 1] + g
-                del groups[k], hard[k]
-                continue
-            if k + 1 < len(groups) and not hard[k + 1] and self.count(g[0].start, groups[k + 1][-1].end) <= self.budget:
-                groups[k + 1] = g + groups[k + 1]
-                hard[k + 1] = hard[k]
-                del groups[k], hard[k]
-                continue
-            k += 1
-        return groups
-
-    def _shed(self, group: list[Unit]) -> tuple[list[Unit], list[Unit]]:
-        """Shrink ``group`` from the right until it fits: (what fits, what fell off)."""
-        head = list(group)
-        tail: list[Unit] = []
-        while len(head) > 1 and self.count(head[0].start, head[-1].end) > self.budget:
-            tail.insert(0, head.pop())
-        return head, tail
-
-    def _pack_exact(self, units: list[Unit]) -> list[list[Unit]]:
-        groups: list[list[Unit]] = []
-        group: list[Unit] = []
-        for u in units:
-            if group and self.count(group[0].start, u.end) > self.budget:
-                groups.append(group)
-                group = []
-            group.append(u)
-        if group:
-            groups.append(group)
-        return groups
-
-    def _line_start(self, pos: int) -> bool:
-        return pos == 0 or self.data[pos - 1 : pos] == b"\n"
-
-    def _blank_before(self, pos: int) -> bool:
-        # A line break, blank space, a line break, then only indentation up to pos (within 256 bytes).
-        head = self.data[max(0, pos - 256) : pos].rstrip(b" \t\f\v")
-        return head.endswith(b"\n") and head[:-1].rstrip(b" \t\r\f\v").endswith(b"\n")
-
-    def _last_blank(self, group: list[Unit], total: int) -> int | None:
-        acc = total
-        for k in range(len(group) - 1, 0, -1):
-            acc -= self.estimate(group[k].start, group[k].end)
-            if acc < self.budget // 2:
-                return None
-            if self._blank_before(group[k].start):
-                return k
-        return None
-
+        """Group units into leaves (:func:`llmc_splitters.chunking.packing.merge`)."""
+        return packing.merge(units, self.data, self)
 
 def parse(data: bytes, grammar: str, window: tuple[int, int] | None = None) -> Any:
     """Parse ``data`` with the calling thread's parser for ``grammar``; only its bytes ``[lo, hi)`` when a
