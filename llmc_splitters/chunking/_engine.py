@@ -1,4 +1,13 @@
-"""The split-then-merge engine: a parsed file in, a tiling of byte ranges (leaves) and structural scopes out.
+"""Splitting: a parsed file in, a tiling of byte ranges (units) and structural scopes out.
+
+The engine of the split-then-merge chunker has one module per stage, each with one job:
+
+* :mod:`~llmc_splitters.chunking.definitions` finds the definitions of a parsed region, and their names;
+* this module splits the tree along them into units (steps 1-3 below);
+* :mod:`~llmc_splitters.chunking.packing` merges the units into leaves within the budget (step 4);
+* :mod:`~llmc_splitters.chunking.counting` counts the tokens of byte ranges for both (an :class:`Engine` is a
+  :class:`~llmc_splitters.chunking.counting.RangeCounter`), and :mod:`~llmc_splitters.chunking.units` holds what
+  they hand each other.
 
 Algorithm (cAST-style, iterative so that deep nesting cannot overflow Python's stack):
 
@@ -14,22 +23,22 @@ Algorithm (cAST-style, iterative so that deep nesting cannot overflow Python's s
 
 Cut points between units sit at line starts whenever the units are on different lines; blank lines go with the
 unit above. Byte ranges tile the file, so the leaves are lossless by construction.
-
-Token counts of byte ranges come from :class:`~llmc_splitters.chunking.counting.RangeCounter`, which the engine
-extends.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import fallback, packing
+from . import fallback
 from ._grammar import get_parser, load_language
 from .counting import RangeCounter
-from .definitions import _CLASS_LIKE, Context, DefInfo, find_definitions, wide_error
+from .definitions import Context, DefInfo, find_definitions, wide_error
 from .languages import LanguageSpec, get_spec, normalize_language
 from .tokens import Tokenizer
 from .units import Leaf, Scope, Unit
+
+# Importable from here since before the engine's stages had modules of their own.
+__all__ = ["Context", "DefInfo", "Engine", "Leaf", "Scope", "Unit", "parse", "wide_error"]
 
 # A named node this small on the same line as the code before it joins that code (`};`).
 _TRAILING_BYTES = 2
@@ -361,9 +370,6 @@ class Engine(RangeCounter):
             pos += size
         return units
 
-    def merge(self, units: list[Unit]) -> list[Leaf]:
-        """Group units into leaves (:func:`llmc_splitters.chunking.packing.merge`)."""
-        return packing.merge(units, self.data, self)
 
 def parse(data: bytes, grammar: str, window: tuple[int, int] | None = None) -> Any:
     """Parse ``data`` with the calling thread's parser for ``grammar``; only its bytes ``[lo, hi)`` when a

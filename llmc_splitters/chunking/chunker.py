@@ -7,15 +7,18 @@ import re
 from typing import Any
 
 from . import fallback
-from ._engine import _CLASS_LIKE, Engine, Leaf, Scope, _string_statement, parse
+from ._engine import Engine, _string_statement, parse
 from ..errors import ConfigurationError, checked_arguments
+from .definitions import _CLASS_LIKE
 from .dispatch import classify
 from .inputs import ERRORS
 from .languages import LanguageSpec, get_spec
 from .notebook import notebook_tree
 from .overlap import add_overlap
+from .packing import merge
 from .span import Span, SpanTree, _span_id_of_bytes
 from .tokens import Tokenizer, resolve_tokenizer
+from .units import Leaf, Scope
 
 _MAX_NAME = 200
 # A code file bigger than this is parsed and chunked in windows, one tree at a time: a tree-sitter tree takes
@@ -233,7 +236,7 @@ class _Run:
         eng = self.engine
         tree, hi = self._parse_window(lo)
         scopes, defs = len(eng.scopes), len(eng.all_defs)
-        window = eng.merge(eng.run(tree.root_node, self.spec, root_scope, lo, hi))
+        window = merge(eng.run(tree.root_node, self.spec, root_scope, lo, hi), eng.data, eng)
         self._label(window)
         if self.chunker.analyze and self.spec.root_kind == "module" and not eng.wide_error:
             self._analyze(tree.root_node, root_scope, window, eng.scopes[scopes:], first=lo == 0)
