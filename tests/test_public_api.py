@@ -233,6 +233,16 @@ SPLIT = {
         ],
         "llmc_splitters.ingest.rows": ["chunk_batch", "chunk_file", "index_settings", "read_chunk_batch"],
     },
+    "llmc_splitters.chunking._engine": {
+        "llmc_splitters.chunking.definitions": ["Context", "DefInfo", "wide_error"],
+        "llmc_splitters.chunking.units": ["Leaf", "Scope", "Unit"],
+        "llmc_splitters.chunking._engine": ["Engine", "parse"],
+    },
+    "llmc_splitters.chunking.analysis": {
+        "llmc_splitters.chunking.analysis.bindings": ["ImportInfo", "file_imports", "module_names"],
+        "llmc_splitters.chunking.analysis.references": ["identifiers", "references"],
+        "llmc_splitters.chunking.analysis.skeletons": ["body_placeholder", "header_end", "skeleton"],
+    },
 }
 
 
@@ -269,6 +279,26 @@ def test_moved_names_import_from_both_paths():
     index = CodeIndex()
     assert isinstance(index.parts, IndexParts) and index.parts.spans is index.span_store
     index.close()
+
+
+# The chunker's stages, each in a module of its own (issue 21): it imports, says in its docstring what its one job
+# is, and is the home of the names it holds.
+CHUNKING_STAGES = {
+    "llmc_splitters.chunking.counting": ["RangeCounter"],
+    "llmc_splitters.chunking.definitions": ["find_definitions"],
+    "llmc_splitters.chunking.packing": ["merge"],
+    "llmc_splitters.chunking.labels": ["Labeler"],
+    "llmc_splitters.chunking.assemble": ["assemble"],
+    "llmc_splitters.chunking.chunker": ["ASTChunker"],
+}
+
+
+def test_the_chunkers_stages_each_have_a_module():
+    for module, names in CHUNKING_STAGES.items():
+        mod = importlib.import_module(module)
+        assert (mod.__doc__ or "").strip(), f"{module} has no docstring"
+        for name in names:
+            assert getattr(mod, name).__module__ == module, f"{module}.{name}"
 
 
 def test_every_name_of_every_all_resolves():

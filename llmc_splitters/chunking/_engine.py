@@ -1,4 +1,13 @@
-"""The split-then-merge engine: a parsed file in, a tiling of byte ranges (leaves) and structural scopes out.
+"""Splitting: a parsed file in, a tiling of byte ranges (units) and structural scopes out.
+
+The engine of the split-then-merge chunker has one module per stage, each with one job:
+
+* :mod:`~llmc_splitters.chunking.definitions` finds the definitions of a parsed region, and their names;
+* this module splits the tree along them into units (steps 1-3 below);
+* :mod:`~llmc_splitters.chunking.packing` merges the units into leaves within the budget (step 4);
+* :mod:`~llmc_splitters.chunking.counting` counts the tokens of byte ranges for both (an :class:`Engine` is a
+  :class:`~llmc_splitters.chunking.counting.RangeCounter`), and :mod:`~llmc_splitters.chunking.units` holds what
+  they hand each other.
 
 Algorithm (cAST-style, iterative so that deep nesting cannot overflow Python's stack):
 
@@ -14,314 +23,50 @@ Algorithm (cAST-style, iterative so that deep nesting cannot overflow Python's s
 
 Cut points between units sit at line starts whenever the units are on different lines; blank lines go with the
 unit above. Byte ranges tile the file, so the leaves are lossless by construction.
-
-Token counting: a node whose UTF-8 size is at most the budget fits for sure with tiktoken (a token is at least one
-byte); other sizes are counted exactly, and every count is memoized per byte range, so a definition that fits is
-encoded exactly once and the encoded volume stays linear in the file size.
 """
 
 from __future__ import annotations
 
-import bisect
-import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import fallback
-from ._grammar import get_parser, load_language, load_query
-from .languages import LanguageSpec, generic_definition_kind, get_spec, normalize_language
-from .tokens import TiktokenTokenizer, Tokenizer
+from ._grammar import get_parser, load_language
+from .counting import RangeCounter
+from .definitions import Context, DefInfo, find_definitions, wide_error
+from .languages import LanguageSpec, get_spec, normalize_language
+from .tokens import Tokenizer
+from .units import Leaf, Scope, Unit
 
-_CLASS_LIKE = frozenset({"class", "interface", "enum", "module", "struct", "trait", "impl", "namespace", "type"})
-_LINE_HAS_CODE = re.compile(rb"[ \t\f\v]*[^\s]")
-# A node this many times larger than the budget (in bytes) is over budget without counting (tiktoken only).
-_SURELY_OVER_BYTES_PER_TOKEN = 24
-# Past these, a tree with syntax errors is chunked without queries (see wide_error).
-_WIDE_ERROR_CHILDREN = 2000
-_WIDE_ERROR_VISITS = 500_000
+# Importable from here since before the engine's stages had modules of their own.
+__all__ = ["Context", "DefInfo", "Engine", "Leaf", "Scope", "Unit", "parse", "wide_error"]
+
 # A named node this small on the same line as the code before it joins that code (`};`).
 _TRAILING_BYTES = 2
-# A packed group under budget / this many tokens joins a neighbouring group of its run when the join fits.
-_SMALL_LEAF_DIV = 8
 
 
-@dataclass(slots=True)
-class DefInfo:
-    """A definition found by the language's query (or by node kind on the generic path)."""
-
-    kind: str
-    name: str
-    qname: str
-    start: int
-    end: int
-    start_line: int
-    end_line: int
-    node: Any  # the inner definition node (decorators/export excluded)
-    outer: Any  # the node that is the span (the wrapper when there is one)
-
-
-@dataclass(slots=True, eq=False)
-class Scope:
-    """A structural span under construction: the file, or a definition that had to be split."""
-
-    kind: str
-    name: str | None
-    start: int
-    end: int
-    parent: Scope | None
-    spec: LanguageSpec
-    info: DefInfo | None = None
-    parts: int = 0
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True, eq=False)
-class Unit:
-    """A byte range that is either a definition (atomic), glue, or a fallback piece."""
-
-    start: int
-    end: int
-    scope: Scope
-    role: str  # "def" | "glue" | "piece" | "standalone"
-    category: str = "other"  # glue only: "import" | "other" | "neutral" (comments, docstrings)
-    info: DefInfo | None = None
-    node_type: str | None = None
-    tokens: int = -1
-    how: str | None = None  # fallback level that produced a piece
-    leading: tuple[Any, ...] = ()  # comments/decorators attached above a definition
-    node: Any = None  # the syntax node of a single-node glue unit
-
-
-@dataclass(slots=True)
-class Leaf:
-    start: int
-    end: int
-    scope: Scope
-    kind: str
-    name: str | None
-    tokens: int
-    units: list[Unit]
-    meta: dict[str, Any]
-
-
-@dataclass(slots=True)
-class Context:
-    """Per-language state for one parsed region (the file, or an injected fence/script)."""
-
-    spec: LanguageSpec
-    defs: dict[int, DefInfo]
-    wrapped: set[int]
-    imports: set[int]
-
-
-class Engine:
-    """One chunking run over one file (not shared between threads)."""
+class Engine(RangeCounter):
+    """One chunking run over one file (not shared between threads); it counts its ranges as a
+    :class:`RangeCounter`."""
 
     def __init__(self, data: bytes, budget: int, tokenizer: Tokenizer, source: bytes | None = None) -> None:
+        super().__init__(data if source is None else source, budget, tokenizer)
         self.data = data  # what the parser reads (same offsets as the source)
-        self.source = data if source is None else source  # what tokens are counted on
-        self.budget = budget
-        self.tok = tokenizer
-        self.byte_bound = isinstance(tokenizer, TiktokenTokenizer)
-        self._additive = bool(getattr(tokenizer, "line_additive", False))
-        self._ends: Any = None
-        self._counts: dict[tuple[int, int], int] = {}
-        # Running density of what was counted so far, seeded with a typical value for code (~3.3 bytes/token).
-        self._seen_tokens = 3
-        self._seen_bytes = 10
         self.scopes: list[Scope] = []
         self.wide_error = False
         self.all_defs: list[DefInfo] = []
 
-    # ----------------------------------------------------------------- counting
     def text(self, start: int, end: int) -> str:
         return self.data[start:end].decode("utf-8", "replace")
 
-    def source_text(self, start: int, end: int) -> str:
-        return self.source[start:end].decode("utf-8", "surrogatepass")
-
-    def count(self, start: int, end: int) -> int:
-        """Exact token count of ``[start, end)`` (memoized; feeds the running tokens-per-byte ratio)."""
-        key = (start, end)
-        n = self._counts.get(key)
-        if n is None:
-            n = self._from_whole(start, end)
-            if n is None:
-                n = self.tok.count(self.source_text(start, end))
-            self._counts[key] = n
-            self._seen_tokens += n
-            self._seen_bytes += end - start
-        return n
-
-    def _clean(self, pos: int) -> bool:
-        src = self.source
-        return pos == 0 or pos == len(src) or (src[pos - 1] == 10 and src[pos] not in (10, 13))
-
-    def _from_whole(self, start: int, end: int) -> int | None:
-        """The count of a slice, mostly read off one encoding of the whole file.
-
-        With cl100k the tokens of a slice between clean line starts are exactly the whole file's tokens inside it
-        (see :data:`llmc_splitters.chunking.tokens._CL100K_PATTERN`), so the file is encoded once and such slices cost
-        nothing. A slice that starts or ends inside a line is split at its first and last line starts that
-        separate tokens in any text holding them (:meth:`_separator`): only the partial lines are encoded.
-        """
-        if not self._additive:
-            return None
-        a = start if self._clean(start) else self._separator(start, end, forward=True)
-        b = end if self._clean(end) else self._separator(a, end, forward=False) if a is not None else None
-        if a is None or b is None or b < a:
-            return None
-        ends = self._ends
-        if ends is None:
-            ends = self._ends = self.tok.token_ends(self.source_text(0, len(self.source)))  # type: ignore[attr-defined]
-            if ends is None:
-                self._additive = False
-                return None
-        i = bisect.bisect_right(ends, a)
-        j = bisect.bisect_right(ends, b)
-        if (a and ends[i - 1] != a) or (b and ends[j - 1] != b):
-            return None  # not a token boundary after all: count the slice itself
-        n = j - i
-        if a > start:
-            n += self.tok.count(self.source_text(start, a))
-        if end > b:
-            n += self.tok.count(self.source_text(b, end))
-        return n
-
-    def _separator(self, lo: int, hi: int, *, forward: bool) -> int | None:
-        """The first (or last) line start in ``(lo, hi)`` after which the line holds a non-blank character before
-        ``hi``. Such a line start ends every pre-token of cl100k in any text that holds the line break before it
-        and that character (a run of whitespace pre-tokenizes up to its last line break), so a slice's tokens
-        add up across it."""
-        src = self.source
-        pos = src.find(b"\n", lo, hi) if forward else src.rfind(b"\n", lo, hi)
-        while pos >= 0:
-            c = pos + 1
-            if c < hi and _LINE_HAS_CODE.match(src, c, hi):
-                return c
-            pos = src.find(b"\n", c, hi) if forward else src.rfind(b"\n", lo, pos)
-        return None
-
-    def estimate(self, start: int, end: int) -> int:
-        """Exact count when known, else bytes times this file's running tokens-per-byte ratio (no encoding)."""
-        n = self._counts.get((start, end))
-        if n is not None:
-            return n
-        return int((end - start) * self._seen_tokens / self._seen_bytes) + 1
-
-    def fits(self, start: int, end: int) -> bool:
-        """Whether ``[start, end)`` fits the budget; counts exactly only near the budget."""
-        size = end - start
-        if self.byte_bound:
-            if size <= self.budget:
-                return True  # a tiktoken token is at least one byte
-            if size > self.budget * _SURELY_OVER_BYTES_PER_TOKEN:
-                return False
-        if (start, end) not in self._counts and size * self._seen_tokens > 3 * self.budget * self._seen_bytes:
-            # Three times over budget at this file's average density: over, without encoding it.
-            return False
-        return self.count(start, end) <= self.budget
-
     # ----------------------------------------------------------------- definitions
     def context_for(self, spec: LanguageSpec, root: Any) -> Context:
-        """Find definitions, wrappers and imports under ``root`` with the language's query (or by node kind)."""
-        defs: dict[int, DefInfo] = {}
-        wrapped: set[int] = set()
-        imports: set[int] = set()
+        """The definitions, wrappers and imports under ``root`` (:func:`find_definitions`), also listed in
+        ``all_defs``. Once a tree of this file holds a wide syntax error, no query runs on this file again."""
         if wide_error(root):
             self.wide_error = True
-        if spec.query is not None and spec.grammar is not None and not self.wide_error:
-            import tree_sitter
-
-            query = load_query(spec.grammar, spec.query)
-            cursor = tree_sitter.QueryCursor(query)
-            cursor.set_byte_range(root.start_byte, root.end_byte)
-            wrappers: list[tuple[Any, Any]] = []
-            for _, caps in cursor.matches(root):
-                for cap, nodes in caps.items():
-                    if cap.startswith("definition."):
-                        node = nodes[0]
-                        name_nodes = caps.get("name")
-                        name = self._node_name(name_nodes[0]) if name_nodes else node.type
-                        defs[node.id] = self._info(cap.split(".", 1)[1], name, node)
-                    elif cap == "wrapper":
-                        wrappers.append((nodes[0], caps["inner"][0]))
-                    elif cap == "import":
-                        imports.add(nodes[0].id)
-            # Innermost wrappers first, so `export @dec class` resolves through both layers.
-            wrappers.sort(key=lambda w: w[0].end_byte - w[0].start_byte)
-            for outer, inner in wrappers:
-                info = defs.get(inner.id)
-                if info is not None:
-                    wrapped.add(inner.id)
-                    info.outer = outer
-                    defs[outer.id] = info
-        else:
-            self._generic_defs(root, defs)
-        ctx = Context(spec, defs, wrapped, imports)
-        self._qualify(ctx)
+        ctx = find_definitions(spec, root, self.data, use_query=not self.wide_error)
+        self.all_defs.extend(ctx.ordered)
         return ctx
-
-    def _info(self, kind: str, name: str, node: Any) -> DefInfo:
-        return DefInfo(
-            kind=kind,
-            name=name,
-            qname=name,
-            start=node.start_byte,
-            end=node.end_byte,
-            start_line=node.start_point[0] + 1,
-            end_line=node.end_point[0] + (1 if node.end_point[1] > 0 else 0) or 1,
-            node=node,
-            outer=node,
-        )
-
-    def _node_name(self, node: Any) -> str:
-        name = self.text(node.start_byte, node.end_byte)
-        return " ".join(name.split())[:200]
-
-    def _generic_defs(self, root: Any, defs: dict[int, DefInfo]) -> None:
-        cursor = root.walk()
-        visited_children = False
-        while True:
-            if not visited_children:
-                node = cursor.node
-                if node.is_named and node.child_count:
-                    kind = generic_definition_kind(node.type)
-                    if kind is not None:
-                        name_node = node.child_by_field_name("name")
-                        if name_node is None:
-                            name_node = next(
-                                (c for c in node.named_children if c.type.endswith(("identifier", "name", "constant"))),
-                                None,
-                            )
-                        if name_node is not None:
-                            defs[node.id] = self._info(kind, self._node_name(name_node), node)
-                if cursor.goto_first_child():
-                    continue
-                visited_children = True
-            if cursor.goto_next_sibling():
-                visited_children = False
-            elif not cursor.goto_parent():
-                break
-
-    def _qualify(self, ctx: Context) -> None:
-        """Qualified names (``Client.send``) and ``method`` kinds from the nesting of definitions."""
-        infos = sorted({id(i): i for i in ctx.defs.values()}.values(), key=lambda i: (i.outer.start_byte, -i.outer.end_byte))
-        stack: list[DefInfo] = []
-        sep = ctx.spec.separator
-        for info in infos:
-            start, end = info.outer.start_byte, info.outer.end_byte
-            info.start, info.end = start, end
-            info.start_line = info.outer.start_point[0] + 1
-            while stack and stack[-1].end <= start:
-                stack.pop()
-            if stack:
-                parent = stack[-1]
-                info.qname = f"{parent.qname}{sep}{info.name}"
-                if info.kind == "function" and parent.kind in _CLASS_LIKE:
-                    info.kind = "method"
-            stack.append(info)
-            self.all_defs.append(info)
 
     # ----------------------------------------------------------------- splitting
     def run(self, root: Any, spec: LanguageSpec, file_scope: Scope, lo: int, hi: int) -> list[Unit]:
@@ -625,191 +370,6 @@ class Engine:
             pos += size
         return units
 
-    # ----------------------------------------------------------------- merging
-    def merge(self, units: list[Unit]) -> list[Leaf]:
-        """Group units into leaves: definitions alone, glue runs of one scope packed up to the budget."""
-        leaves: list[Leaf] = []
-        i = 0
-        n = len(units)
-        while i < n:
-            u = units[i]
-            if u.role != "glue":
-                tokens = u.tokens if u.tokens >= 0 else self.count(u.start, u.end)
-                leaves.append(Leaf(u.start, u.end, u.scope, "", None, tokens, [u], {}))
-                i += 1
-                continue
-            j = i
-            while j < n and units[j].role == "glue" and units[j].scope is u.scope:
-                j += 1
-            for group in self._pack(units[i:j]):
-                start, end = group[0].start, group[-1].end
-                tokens = self.count(start, end)
-                leaves.append(Leaf(start, end, u.scope, "", None, tokens, group, {}))
-            i = j
-        return self._absorb_blank(leaves)
-
-    def _absorb_blank(self, leaves: list[Leaf]) -> list[Leaf]:
-        """A leaf of nothing but whitespace joins the leaf before it (same scope, if it still fits)."""
-        out: list[Leaf] = []
-        for leaf in leaves:
-            prev = out[-1] if out else None
-            if (
-                prev is not None
-                and prev.scope is leaf.scope
-                and not self.data[leaf.start : leaf.end].strip()
-                and self.count(prev.start, leaf.end) <= self.budget
-            ):
-                prev.end = leaf.end
-                prev.tokens = self.count(prev.start, leaf.end)
-                prev.units = [*prev.units, *leaf.units]
-                continue
-            out.append(leaf)
-        return out
-
-    def _pack(self, run: list[Unit]) -> list[list[Unit]]:
-        # Neutral units (comments, docstrings) take the category of the next statement.
-        cats: list[str] = [u.category for u in run]
-        nxt = "other"
-        for k in range(len(run) - 1, -1, -1):
-            if cats[k] == "neutral":
-                cats[k] = nxt
-            else:
-                nxt = cats[k]
-        paragraphs = run[0].scope.spec.paragraph_groups
-        comments = run[0].scope.spec.comment_types
-        groups: list[list[Unit]] = []
-        hard: list[bool] = []  # hard[g]: group g starts at a change of category (never joined to the one before)
-        group: list[Unit] = []
-        group_hard = False
-        total = 0
-        budget = self.budget
-        for k, u in enumerate(run):
-            t = self.estimate(u.start, u.end)
-            cat_break = bool(group) and (cats[k] != cats[k - 1])
-            breaks = cat_break
-            if group and not breaks and paragraphs and self._blank_before(u.start) and total >= budget // 4:
-                breaks = True
-            if group and not breaks and budget < total + t <= budget + budget // 4:
-                # Near the budget the estimate decides where a leaf ends: count exactly (a wrong "over" leaves a
-                # small leaf behind, e.g. a function's closing brace).
-                joined = self.count(group[0].start, u.end)
-                if joined <= budget:
-                    t = joined - total
-            if group and not breaks and total + t > budget:
-                # Prefer to end the group at its last blank line (if that keeps at least half of it), else at a
-                # line start rather than inside a line; only when what is carried over then fits with ``u``
-                # (a cut that leaves the carried units alone only adds a small leaf).
-                cut = self._last_blank(group, total)
-                if cut is None and not self._line_start(u.start):
-                    cut = next((m for m in range(len(group) - 1, 0, -1) if self._line_start(group[m].start)), None)
-                if cut is None:
-                    # Comments right above ``u`` go with it.
-                    m = len(group)
-                    while m > 1 and group[m - 1].node_type in comments:
-                        m -= 1
-                    cut = m if m < len(group) else None
-                if cut is not None:
-                    rest = sum(self.estimate(x.start, x.end) for x in group[cut:])
-                    if rest + t <= budget:
-                        groups.append(group[:cut])
-                        hard.append(group_hard)
-                        group, group_hard, total = group[cut:], False, rest
-                if group and total + t > budget:
-                    breaks = True
-            if breaks:
-                groups.append(group)
-                hard.append(group_hard)
-                group, group_hard, total = [], cat_break, 0
-            group.append(u)
-            total += t
-        if group:
-            groups.append(group)
-            hard.append(group_hard)
-        # Counts are not exactly additive across joins: make sure every packed group really fits. What a group
-        # sheds joins the next group when that fits (same category), so that it does not become a leaf of its own.
-        out: list[list[Unit]] = []
-        out_hard: list[bool] = []
-        carry: list[Unit] = []
-        for g, h in zip(groups, hard):
-            if carry:
-                if not h and self.count(carry[0].start, g[-1].end) <= budget:
-                    g = carry + g
-                else:
-                    for x in self._pack_exact(carry):
-                        out.append(x)
-                        out_hard.append(False)
-                carry = []
-            if len(g) > 1 and self.count(g[0].start, g[-1].end) > budget:
-                head, carry = self._shed(g)
-                out.append(head)
-            else:
-                out.append(g)
-            out_hard.append(h)
-        for x in self._pack_exact(carry):
-            out.append(x)
-            out_hard.append(False)
-        return self._absorb_small(out, out_hard)
-
-    def _absorb_small(self, groups: list[list[Unit]], hard: list[bool]) -> list[list[Unit]]:
-        """A small group (a closing brace, the last statement after a blank line) joins the group before it, or
-        else the one after it, when they are of the same category and the join fits the budget."""
-        small = max(1, self.budget // _SMALL_LEAF_DIV)
-        k = 0
-        while k < len(groups) and len(groups) > 1:
-            g = groups[k]
-            if self.count(g[0].start, g[-1].end) >= small:
-                k += 1
-                continue
-            if k > 0 and not hard[k] and self.count(groups[k - 1][0].start, g[-1].end) <= self.budget:
-                groups[k - 1] = groups[k - 1] + g
-                del groups[k], hard[k]
-                continue
-            if k + 1 < len(groups) and not hard[k + 1] and self.count(g[0].start, groups[k + 1][-1].end) <= self.budget:
-                groups[k + 1] = g + groups[k + 1]
-                hard[k + 1] = hard[k]
-                del groups[k], hard[k]
-                continue
-            k += 1
-        return groups
-
-    def _shed(self, group: list[Unit]) -> tuple[list[Unit], list[Unit]]:
-        """Shrink ``group`` from the right until it fits: (what fits, what fell off)."""
-        head = list(group)
-        tail: list[Unit] = []
-        while len(head) > 1 and self.count(head[0].start, head[-1].end) > self.budget:
-            tail.insert(0, head.pop())
-        return head, tail
-
-    def _pack_exact(self, units: list[Unit]) -> list[list[Unit]]:
-        groups: list[list[Unit]] = []
-        group: list[Unit] = []
-        for u in units:
-            if group and self.count(group[0].start, u.end) > self.budget:
-                groups.append(group)
-                group = []
-            group.append(u)
-        if group:
-            groups.append(group)
-        return groups
-
-    def _line_start(self, pos: int) -> bool:
-        return pos == 0 or self.data[pos - 1 : pos] == b"\n"
-
-    def _blank_before(self, pos: int) -> bool:
-        # A line break, blank space, a line break, then only indentation up to pos (within 256 bytes).
-        head = self.data[max(0, pos - 256) : pos].rstrip(b" \t\f\v")
-        return head.endswith(b"\n") and head[:-1].rstrip(b" \t\r\f\v").endswith(b"\n")
-
-    def _last_blank(self, group: list[Unit], total: int) -> int | None:
-        acc = total
-        for k in range(len(group) - 1, 0, -1):
-            acc -= self.estimate(group[k].start, group[k].end)
-            if acc < self.budget // 2:
-                return None
-            if self._blank_before(group[k].start):
-                return k
-        return None
-
 
 def parse(data: bytes, grammar: str, window: tuple[int, int] | None = None) -> Any:
     """Parse ``data`` with the calling thread's parser for ``grammar``; only its bytes ``[lo, hi)`` when a
@@ -833,27 +393,6 @@ def parse(data: bytes, grammar: str, window: tuple[int, int] | None = None) -> A
         return parser.parse(data)
     finally:
         parser.included_ranges = []
-
-
-def wide_error(root: Any) -> bool:
-    """Whether the tree holds an ERROR node with very many direct children.
-
-    tree-sitter recovers a file of unbalanced punctuation into one flat ERROR node, and query cursors are
-    quadratic in such a node's width (minutes for 100 KB). Only subtrees that contain an error are visited.
-    """
-    if not root.has_error:
-        return False
-    stack = [root]
-    visits = 0
-    while stack:
-        node = stack.pop()
-        visits += 1
-        if node.type == "ERROR" and node.child_count > _WIDE_ERROR_CHILDREN:
-            return True
-        if visits > _WIDE_ERROR_VISITS:
-            return True
-        stack.extend(c for c in node.children if c.has_error)
-    return False
 
 
 def _string_statement(node: Any) -> Any:

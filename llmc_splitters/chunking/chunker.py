@@ -1,23 +1,31 @@
-"""``ASTChunker``: the public face of the engine. It holds settings only and wires parse -> split -> merge -> spans."""
+"""``ASTChunker``: the public face of the engine. It holds settings only and wires parse -> split -> merge -> spans.
+
+One run parses the file (in windows when it is big), splits each tree into units (:mod:`._engine`, with the
+definitions of :mod:`.definitions`), merges them into leaves (:mod:`.packing`), labels the leaves
+(:mod:`.labels`), records the analysis when asked (:mod:`.analysis`) and assembles the spans (:mod:`.assemble`).
+"""
 
 from __future__ import annotations
 
-import bisect
 import re
 from typing import Any
 
 from . import fallback
-from ._engine import _CLASS_LIKE, Engine, Leaf, Scope, _string_statement, parse
+from ._engine import Engine, parse
 from ..errors import ConfigurationError, checked_arguments
+from .assemble import assemble
+from .definitions import _CLASS_LIKE
 from .dispatch import classify
 from .inputs import ERRORS
+from .labels import Labeler
 from .languages import LanguageSpec, get_spec
 from .notebook import notebook_tree
 from .overlap import add_overlap
-from .span import Span, SpanTree, _span_id_of_bytes
+from .packing import merge
+from .span import Span, SpanTree
 from .tokens import Tokenizer, resolve_tokenizer
+from .units import Leaf, Scope
 
-_MAX_NAME = 200
 # A code file bigger than this is parsed and chunked in windows, one tree at a time: a tree-sitter tree takes
 # about 45 times the size of its source in memory (a 5 MB file's tree, 230 MB).
 _WINDOW_BYTES = 1 << 20
@@ -191,6 +199,7 @@ class _Run:
         parse_data = _UNSAFE_FOR_PARSER.sub(_safe_char, text).encode("utf-8") if _UNSAFE_FOR_PARSER.search(text) \
             else self.data
         self.engine = Engine(parse_data, self.budget, self.tok, source=self.data)
+        self.labels = Labeler(self.engine, spec, self.budget)
 
     # ------------------------------------------------------------------
     def build(self) -> SpanTree:
@@ -233,16 +242,16 @@ class _Run:
         eng = self.engine
         tree, hi = self._parse_window(lo)
         scopes, defs = len(eng.scopes), len(eng.all_defs)
-        window = eng.merge(eng.run(tree.root_node, self.spec, root_scope, lo, hi))
-        self._label(window)
+        window = merge(eng.run(tree.root_node, self.spec, root_scope, lo, hi), eng.data, eng)
+        self.labels.label(window)
         if self.chunker.analyze and self.spec.root_kind == "module" and not eng.wide_error:
             self._analyze(tree.root_node, root_scope, window, eng.scopes[scopes:], first=lo == 0)
         for sc in eng.scopes[scopes:]:
             sc.meta.pop("_tree", None)
             if sc.info is not None:
                 if "signature" not in sc.meta:
-                    sc.meta["signature"] = self._signature(sc.info)
-                for k, v in self._def_meta(sc.info).items():
+                    sc.meta["signature"] = self.labels.signature(sc.info)
+                for k, v in self.labels.def_meta(sc.info).items():
                     sc.meta.setdefault(k, v)
         for info in eng.all_defs[defs:]:
             info.node = info.outer = None
@@ -329,252 +338,10 @@ class _Run:
             pos += size
         return leaves
 
-    # ------------------------------------------------------------------ labels and metadata
-    def _label(self, leaves: list[Leaf]) -> None:
-        parts: dict[int, int] = {}
-        for leaf in leaves:
-            scope = leaf.scope
-            spec = scope.spec
-            first = leaf.units[0]
-            if first.role == "def" and first.info is not None:
-                info = first.info
-                leaf.kind, leaf.name = info.kind, info.qname
-                leaf.meta.update(self._def_meta(info))
-            elif first.role == "standalone":
-                leaf.kind = spec.glue_kinds.get(first.node_type or "", first.node_type or spec.glue_kind)
-            else:
-                cats = {u.category for u in leaf.units}
-                types = {u.node_type for u in leaf.units}
-                if first.role == "piece":
-                    leaf.kind = _piece_kind(scope, spec)
-                    if first.how not in (None, "whole"):
-                        leaf.meta["fallback"] = first.how
-                elif "import" in cats and cats <= {"import", "neutral"}:
-                    leaf.kind = "imports"
-                elif cats == {"neutral"} and types <= spec.comment_types:
-                    leaf.kind = "comment"
-                elif len(leaf.units) == 1 and first.node_type in spec.injections and self._label_embedded(leaf, first):
-                    pass
-                elif len(leaf.units) == 1 and first.node_type in spec.glue_kinds:
-                    leaf.kind = spec.glue_kinds[first.node_type]  # type: ignore[index]
-                elif scope.info is not None and leaf.start == scope.start:
-                    leaf.kind = scope.kind
-                else:
-                    leaf.kind = _piece_kind(scope, spec)
-                embedded = [u for u in leaf.units if u.node_type in spec.injections and u.node is not None]
-                if len(leaf.units) > 1 and len(embedded) == 1:
-                    # One <script> or fence packed with markup or prose: say which code it holds.
-                    self._label_embedded(leaf, embedded[0], rename=False)
-                if leaf.name is None and scope.name is not None:
-                    leaf.name = scope.name
-            if scope.info is not None or scope.kind == "code":
-                parts[id(scope)] = parts.get(id(scope), 0) + 1
-                leaf.meta["split"] = True
-                leaf.meta["part"] = parts[id(scope)]
-            if leaf.tokens > self.budget:
-                leaf.meta["oversize"] = True
-            if scope.kind == "code":
-                leaf.meta["code_language"] = scope.meta.get("code_language")
-            self._context(leaf)
-
-    def _label_embedded(self, leaf: Leaf, unit: Any, rename: bool = True) -> bool:
-        """A whole fence or ``<script>``: record its language, and (``rename``) name the leaf after its single
-        top-level definition if it has one."""
-        spec = leaf.scope.spec
-        parsed = self.engine.parse_injection(unit.node, spec.injections[unit.node_type])
-        if parsed is None:
-            return False
-        sub_spec, content, _tree, ctx = parsed
-        leaf.meta["code_language"] = sub_spec.name
-        if not rename:
-            return True
-        leaf.kind = spec.glue_kinds.get(unit.node_type or "", "code")
-        tops = {id(i): i for i in ctx.defs.values() if "." not in i.qname and i.qname == i.name}
-        if len(tops) == 1:
-            info = next(iter(tops.values()))
-            leaf.kind, leaf.name = info.kind, info.qname
-            leaf.meta.update(self._def_meta(info))
-        return True
-
-    def _def_meta(self, info: Any) -> dict[str, Any]:
-        meta: dict[str, Any] = {}
-        sig = self._signature(info)
-        if sig:
-            meta["signature"] = sig
-        doc = self._docstring(info)
-        if doc:
-            meta["docstring"] = doc
-        decorators = [
-            self.engine.text(c.start_byte, c.end_byte)
-            for c in info.outer.children
-            if c.type == "decorator"
-        ]
-        if decorators:
-            meta["decorators"] = decorators
-        return meta
-
-    def _signature(self, info: Any) -> str:
-        node = info.node
-        data = self.engine.data
-        if node.type == "section":
-            heading = node.children[0] if node.children else node
-            return data[heading.start_byte : heading.end_byte].decode("utf-8", "replace").strip()
-        body = _find_body(node)
-        end = body.start_byte if body is not None else node.end_byte
-        nl = data.find(b"\n", node.start_byte, end) if body is None else -1
-        if nl >= 0:
-            end = nl
-        sig = data[node.start_byte : end].decode("utf-8", "replace").rstrip()
-        if body is not None and self.spec.docstring != "body_string":
-            sig = sig.rstrip("{ \t")
-        return sig[:1000]
-
-    def _docstring(self, info: Any) -> str | None:
-        eng = self.engine
-        spec = self.spec
-        node = info.node
-        if spec.docstring == "body_string":
-            body = node.child_by_field_name("body")
-            if body is not None and body.named_child_count:
-                s = _string_statement(body.named_children[0])
-                if s is not None:
-                    return eng.text(s.start_byte, s.end_byte)
-            return None
-        comments: list[str] = []
-        cur = info.outer.prev_sibling
-        nxt_start = info.outer.start_byte
-        while cur is not None and cur.type in spec.comment_types:
-            if eng.data.count(b"\n", cur.end_byte, nxt_start) > 1:
-                break
-            comments.append(eng.text(cur.start_byte, cur.end_byte))
-            nxt_start = cur.start_byte
-            cur = cur.prev_sibling
-        return "\n".join(reversed(comments)) or None
-
-    def _context(self, leaf: Leaf) -> None:
-        """Breadcrumb and the signatures of the enclosing split definitions (the context prefix of a piece)."""
-        chain: list[Scope] = []
-        s: Scope | None = leaf.scope
-        while s is not None:
-            if s.info is not None:
-                chain.append(s)
-            s = s.parent
-        chain.reverse()
-        crumbs = [sc.info.name for sc in chain if sc.info is not None]
-        first = leaf.units[0] if leaf.units else None
-        if first is not None and first.role == "def" and first.info is not None:
-            crumbs.append(first.info.name)
-        if crumbs:
-            leaf.meta["breadcrumb"] = " > ".join(crumbs)
-        sigs = []
-        for sc in chain:
-            if sc.start == leaf.start and sc is leaf.scope:
-                continue  # this piece holds the header itself
-            if "signature" not in sc.meta and sc.info is not None:
-                sc.meta["signature"] = self._signature(sc.info)
-            if sc.meta.get("signature"):
-                sigs.append(sc.meta["signature"])
-        if sigs:
-            leaf.meta["context"] = "\n".join(sigs)
-
-    # ------------------------------------------------------------------ spans
     def _assemble(self, root: Scope, leaves: list[Leaf], scopes: list[Scope]) -> SpanTree:
-        data = self.data
-        bounds = {0, len(data)}
-        for leaf in leaves:
-            bounds.add(leaf.start)
-            bounds.add(leaf.end)
-        for sc in scopes:
-            bounds.add(sc.start)
-            bounds.add(sc.end)
-        ordered = sorted(bounds)
-        chars: dict[int, int] = {}
-        lines: dict[int, int] = {}
-        ascii_only = len(data) == len(self.text)
-        prev = c = nl = 0
-        for b in ordered:
-            seg = data[prev:b]
-            c += len(seg) if ascii_only else len(seg.decode("utf-8", "surrogatepass"))
-            nl += seg.count(b"\n")
-            chars[b], lines[b] = c, nl
-            prev = b
-
-        path = self.path
-        full_text = self.text
-
-        def make(start: int, end: int, kind: str, name: str | None, parent: str | None, tokens: int,
-                 meta: dict[str, Any], language: str, salt: str) -> Span:
-            sc, ec = chars[start], chars[end]
-            end_line = lines[end] + 1 - (1 if end > start and data[end - 1] == 10 else 0)
-            return Span(
-                id=_span_id_of_bytes(path, start, end, data[start:end], salt),
-                path=path,
-                language=language,
-                kind=kind,
-                name=name[:_MAX_NAME] if name else name,
-                text=full_text[sc:ec],
-                start_byte=start,
-                end_byte=end,
-                start_char=sc,
-                end_char=ec,
-                start_line=lines[start] + 1,
-                end_line=max(end_line, lines[start] + 1),
-                parent_id=parent,
-                token_count=tokens,
-                metadata=meta,
-            )
-
-        # A structural span's token count is the sum of its leaves' exact counts (its text is exactly theirs,
-        # joined): within a few tokens of encoding it whole, and free.
-        totals = {id(sc): 0 for sc in scopes}
-        for leaf in leaves:
-            sc = leaf.scope
-            while sc is not None:
-                totals[id(sc)] += leaf.tokens
-                sc = sc.parent
-        # Scopes first (a parent is always created before its children: scopes are appended in that order).
-        scope_span: dict[int, Span] = {}
-        depth: dict[int, int] = {}
-        lang = self.spec.name
-        for sc in scopes:
-            parent = scope_span[id(sc.parent)].id if sc.parent is not None else None
-            depth[id(sc)] = 0 if sc.parent is None else depth[id(sc.parent)] + 1
-            meta = dict(sc.meta)
-            if sc.parent is None and path:
-                meta["path"] = path
-            meta["token_count_is_sum_of_leaves"] = True
-            # Structural and leaf spans never share an id, even over the same bytes.
-            scope_span[id(sc)] = make(sc.start, sc.end, sc.kind, sc.name, parent, totals[id(sc)], meta, sc.spec.name,
-                                      f"{sc.kind}/structure")
-        root_span = scope_span[id(root)]
-        symbols = self._symbols()
-        leaf_spans: list[Span] = []
-        keyed: list[tuple[int, int, int, Span]] = [
-            (s.start_byte, -s.end_byte, depth[k], s) for k, s in scope_span.items() if s is not root_span
-        ]
-        for leaf in leaves:
-            parent = scope_span[id(leaf.scope)].id
-            if symbols:
-                inside = _inside(symbols, leaf.start, leaf.end)
-                if inside:
-                    leaf.meta["symbols"] = inside
-            leaf_lang = leaf.scope.spec.name if leaf.scope.kind != "code" else leaf.scope.meta.get("code_language", lang)
-            span = make(leaf.start, leaf.end, leaf.kind or self.spec.glue_kind, leaf.name, parent, leaf.tokens,
-                        leaf.meta, leaf_lang, leaf.kind or self.spec.glue_kind)
-            leaf_spans.append(span)
-            keyed.append((leaf.start, -leaf.end, depth[id(leaf.scope)] + 1, span))
-        keyed.sort(key=lambda k: k[:3])
-        return SpanTree.build([root_span, *(k[3] for k in keyed)], leaf_spans)
-
-    def _symbols(self) -> list[tuple[int, int, dict[str, Any]]]:
-        # A fence parsed twice (scanned, then chunked in place) yields the same definitions twice: key by range.
-        defs = sorted(
-            {(d.start, d.end, d.qname): d for d in self.engine.all_defs}.values(), key=lambda d: (d.start, -d.end)
-        )
-        return [
-            (d.start, d.end, {"name": d.qname, "kind": d.kind, "start_line": d.start_line, "end_line": d.end_line})
-            for d in defs
-        ]
+        """The span tree of this file (:func:`~llmc_splitters.chunking.assemble.assemble`)."""
+        return assemble(root, leaves, scopes, text=self.text, data=self.data, path=self.path, spec=self.spec,
+                        definitions=self.engine.all_defs)
 
 
 def _next_cut(data: bytes, pos: int) -> int:
@@ -594,38 +361,3 @@ def _start_with_comments(nodes: list[Any], i: int, end: int, data: bytes, lo: in
         return lo
     line = data.rfind(b"\n", lo, pos) + 1
     return line if line > lo and not data[line:pos].strip() else pos
-
-
-def _inside(symbols: list[tuple[int, int, dict[str, Any]]], start: int, end: int) -> list[dict[str, Any]]:
-    i = bisect.bisect_left(symbols, start, key=lambda s: s[0])
-    out = []
-    while i < len(symbols) and symbols[i][0] < end:
-        if symbols[i][1] <= end:
-            out.append(dict(symbols[i][2]))
-        i += 1
-    return out
-
-
-def _piece_kind(scope: Scope, spec: LanguageSpec) -> str:
-    if scope.kind == "code":
-        return "code"
-    if scope.kind == "section":
-        return "section"
-    return spec.glue_kind
-
-
-def _find_body(node: Any) -> Any:
-    """The body of a definition: its ``body`` field, or that of a function/class value (``const f = () => {}``)."""
-    body = node.child_by_field_name("body")
-    if body is not None:
-        return body
-    frontier = list(node.named_children)
-    for _ in range(3):
-        nxt = []
-        for child in frontier:
-            body = child.child_by_field_name("body")
-            if body is not None:
-                return body
-            nxt.extend(child.named_children)
-        frontier = nxt
-    return None

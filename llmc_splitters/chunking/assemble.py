@@ -1,0 +1,133 @@
+"""Assembly: the leaves and scopes of a chunked file become spans, linked into a :class:`SpanTree`.
+
+Byte offsets become character offsets and 1-based lines (one pass over the boundaries, not per span); every span
+gets its id, its language and its parent's id; a structural span's token count is the sum of its leaves' counts;
+and each leaf lists the definitions that lie inside it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from .definitions import DefInfo
+from .languages import LanguageSpec
+from .span import Span, SpanTree, _span_id_of_bytes
+from .units import Leaf, Scope
+
+_MAX_NAME = 200
+
+
+def assemble(root: Scope, leaves: list[Leaf], scopes: list[Scope], *, text: str, data: bytes, path: str | None,
+             spec: LanguageSpec, definitions: list[DefInfo]) -> SpanTree:
+    """The span tree of one file: a structural span per scope (``root``, the file, and every split definition) and
+    a leaf span per leaf, with character offsets, lines, ids and token counts; each leaf span lists the
+    ``definitions`` that lie inside it (``metadata["symbols"]``).
+
+    ``data`` is ``text`` in UTF-8 (lone surrogates passed through): the offsets of ``leaves`` and ``scopes``.
+    Scopes come parents first, as the engine creates them.
+    """
+    bounds = {0, len(data)}
+    for leaf in leaves:
+        bounds.add(leaf.start)
+        bounds.add(leaf.end)
+    for sc in scopes:
+        bounds.add(sc.start)
+        bounds.add(sc.end)
+    ordered = sorted(bounds)
+    chars: dict[int, int] = {}
+    lines: dict[int, int] = {}
+    ascii_only = len(data) == len(text)
+    prev = c = nl = 0
+    for b in ordered:
+        seg = data[prev:b]
+        c += len(seg) if ascii_only else len(seg.decode("utf-8", "surrogatepass"))
+        nl += seg.count(b"\n")
+        chars[b], lines[b] = c, nl
+        prev = b
+
+
+    def make(start: int, end: int, kind: str, name: str | None, parent: str | None, tokens: int,
+             meta: dict[str, Any], language: str, salt: str) -> Span:
+        sc, ec = chars[start], chars[end]
+        end_line = lines[end] + 1 - (1 if end > start and data[end - 1] == 10 else 0)
+        return Span(
+            id=_span_id_of_bytes(path, start, end, data[start:end], salt),
+            path=path,
+            language=language,
+            kind=kind,
+            name=name[:_MAX_NAME] if name else name,
+            text=text[sc:ec],
+            start_byte=start,
+            end_byte=end,
+            start_char=sc,
+            end_char=ec,
+            start_line=lines[start] + 1,
+            end_line=max(end_line, lines[start] + 1),
+            parent_id=parent,
+            token_count=tokens,
+            metadata=meta,
+        )
+
+    # A structural span's token count is the sum of its leaves' exact counts (its text is exactly theirs,
+    # joined): within a few tokens of encoding it whole, and free.
+    totals = {id(sc): 0 for sc in scopes}
+    for leaf in leaves:
+        sc = leaf.scope
+        while sc is not None:
+            totals[id(sc)] += leaf.tokens
+            sc = sc.parent
+    # Scopes first (a parent is always created before its children: scopes are appended in that order).
+    scope_span: dict[int, Span] = {}
+    depth: dict[int, int] = {}
+    lang = spec.name
+    for sc in scopes:
+        parent = scope_span[id(sc.parent)].id if sc.parent is not None else None
+        depth[id(sc)] = 0 if sc.parent is None else depth[id(sc.parent)] + 1
+        meta = dict(sc.meta)
+        if sc.parent is None and path:
+            meta["path"] = path
+        meta["token_count_is_sum_of_leaves"] = True
+        # Structural and leaf spans never share an id, even over the same bytes.
+        scope_span[id(sc)] = make(sc.start, sc.end, sc.kind, sc.name, parent, totals[id(sc)], meta, sc.spec.name,
+                                  f"{sc.kind}/structure")
+    root_span = scope_span[id(root)]
+    symbols = _symbols(definitions)
+    leaf_spans: list[Span] = []
+    keyed: list[tuple[int, int, int, Span]] = [
+        (s.start_byte, -s.end_byte, depth[k], s) for k, s in scope_span.items() if s is not root_span
+    ]
+    for leaf in leaves:
+        parent = scope_span[id(leaf.scope)].id
+        if symbols:
+            inside = _inside(symbols, leaf.start, leaf.end)
+            if inside:
+                leaf.meta["symbols"] = inside
+        leaf_lang = leaf.scope.spec.name if leaf.scope.kind != "code" else leaf.scope.meta.get("code_language", lang)
+        span = make(leaf.start, leaf.end, leaf.kind or spec.glue_kind, leaf.name, parent, leaf.tokens,
+                    leaf.meta, leaf_lang, leaf.kind or spec.glue_kind)
+        leaf_spans.append(span)
+        keyed.append((leaf.start, -leaf.end, depth[id(leaf.scope)] + 1, span))
+    keyed.sort(key=lambda k: k[:3])
+    return SpanTree.build([root_span, *(k[3] for k in keyed)], leaf_spans)
+
+
+def _symbols(definitions: list[DefInfo]) -> list[tuple[int, int, dict[str, Any]]]:
+    # A fence parsed twice (scanned, then chunked in place) yields the same definitions twice: key by range.
+    defs = sorted(
+        {(d.start, d.end, d.qname): d for d in definitions}.values(), key=lambda d: (d.start, -d.end)
+    )
+    return [
+        (d.start, d.end, {"name": d.qname, "kind": d.kind, "start_line": d.start_line, "end_line": d.end_line})
+        for d in defs
+    ]
+
+
+def _inside(symbols: list[tuple[int, int, dict[str, Any]]], start: int, end: int) -> list[dict[str, Any]]:
+    i = bisect.bisect_left(symbols, start, key=lambda s: s[0])
+    out = []
+    while i < len(symbols) and symbols[i][0] < end:
+        if symbols[i][1] <= end:
+            out.append(dict(symbols[i][2]))
+        i += 1
+    return out
