@@ -252,11 +252,12 @@ def relative_paths(paths: Sequence[str | None], root: Any) -> list[str | None]:
     return out
 
 
-def resolve_top_k(k: int | None, similarity_top_k: int | None, search_kwargs: Mapping[str, Any] | None,
-                  default: int = 4) -> int:
+def resolve_top_k(k: int | None, similarity_top_k: int | None, search_kwargs: Mapping[str, Any] | None
+                  ) -> int | None:
     """The number of hits from ``k`` or a framework's spelling of it: LlamaIndex ``similarity_top_k``, LangChain
-    ``search_kwargs={"k": ...}``; two different values are an error, and so is a ``search_kwargs`` key we cannot
-    honour (a vector-store filter, a score threshold)."""
+    ``search_kwargs={"k": ...}``; ``None`` when none is given (fill the budget, as the core retriever does). Two
+    different values are an error, and so is a ``search_kwargs`` key we cannot honour (a vector-store filter, a
+    score threshold)."""
     given: dict[str, Any] = {}
     if k is not None:
         given["k"] = k
@@ -279,8 +280,10 @@ def resolve_top_k(k: int | None, similarity_top_k: int | None, search_kwargs: Ma
     if len(values) > 1:
         msg = f"{' and '.join(f'{name}={value!r}' for name, value in given.items())} are the same setting; give one"
         raise ConfigurationError(msg)
-    value = next(iter(given.values())) if given else default
-    check_positive(next(iter(given), "k"), value)
+    if not given:
+        return None
+    name, value = next(iter(given.items()))
+    check_positive(name, value)
     return value
 
 
@@ -325,10 +328,11 @@ def whole_files(entries: Iterable[tuple[str | None, str]], taken: Mapping[str, s
 
 def core_retriever(code_retriever: Any, *, embedding: Any, embedding_name: str, path: Any, host: str | None,
                    port: int | None, client: Any, collection_name: str | None, max_tokens: int, tokenizer: Any,
-                   k: int, max_context_tokens: int) -> Any:
+                   k: int | None, max_context_tokens: int) -> Any:
     """The :class:`~llmc_splitters.retrieval.CodeRetriever` a face wraps: ``code_retriever`` as given (then no
     store or embedding setting may be given too), or a new one on Chroma."""
-    check_positive("k", k)
+    if k is not None:
+        check_positive("k", k)
     check_positive("max_context_tokens", max_context_tokens)
     if code_retriever is not None:
         if any(x is not None for x in (embedding, path, host, client, collection_name)):

@@ -49,7 +49,7 @@ DEFAULT_MARKER = "# {path}:{start}-{end}"
 
 # Only the best hits are zoomed into when they do not fit: a lower-ranked hit that does not fit is dropped (a zoom
 # re-chunks the hit and ranks its parts).
-_ZOOM_RANKS = 3
+ZOOM_RANKS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,6 +383,7 @@ def expand(
     include_scopes: bool = True,
     include_imports: bool = True,
     fill: bool = False,
+    essentials_only: bool = False,
 ) -> Expansion:
     """Expand ranked hits into pieces and a rendered context of at most ``max_context_tokens`` tokens.
 
@@ -396,6 +397,8 @@ def expand(
         include_imports: Add the binding lines each core uses.
         fill: Take a hit only with its header chain and bindings, and go on down the list while hits fit (for a
             list longer than what fits: the retriever's "no ``k``" mode).
+        essentials_only: Stop after steps 1 and 2 (cores, header chains, bindings): no skeletons, no whole scopes.
+            What a hit needs at least; the framework faces size each hit with it before giving out what is left.
 
     Returns:
         The :class:`Expansion`.
@@ -442,7 +445,7 @@ def expand(
     def core(rank: int, h: HitContext) -> tuple[list[_Cand], Part | None] | None:
         """The hit whole, else its best part that fits (with its essentials in fill mode), else ``None``."""
         whole = _Cand(rank, h.score, "hit", h.hit)
-        zoomed = h.zoom is not None and rank < _ZOOM_RANKS and (h.container or not kept)
+        zoomed = h.zoom is not None and rank < ZOOM_RANKS and (h.container or not kept)
         if not (zoomed and h.container):
             for unit in ([whole, *essentials(rank, h, None)], [whole]) if fill else ([whole],):
                 if fits(*unit):
@@ -484,7 +487,7 @@ def expand(
         for rank, part in kept.items():
             for c in essentials(rank, hits[rank], part):
                 consider(c)
-    if include_scopes:
+    if include_scopes and not essentials_only:
         # 3. The skeleton of the innermost class around each core.
         for rank, part in kept.items():
             h = hits[rank]
