@@ -62,11 +62,13 @@ class Intake:
         self.whole_file_loaders = whole_file_loaders
         self.skipped: list[tuple[str, str]] = []
         self.guessed = 0
+        self.crowded: list[str] = []  # inputs whose metadata leaves too little of chunk_size (the caller says which)
         self._texts: dict[str, set[str]] = {}
 
     def chunk(self, chunker: Any, text: str, *, path: str | None, metadata: Mapping[str, Any] | None,
               language: str | None, index: int) -> SpanTree | None:
-        """The span tree of one input (``index``: its position in the call, to name it when it has no path)."""
+        """The span tree of one input (``index``: its position in the call, to name it when it has no path).
+        ``chunker`` is a chunker, or ``chunker(language, text)`` returning the one for this input."""
         label = path or f"document {index}"
         if path:
             self._texts.setdefault(path, set()).add(hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest())
@@ -75,6 +77,8 @@ class Intake:
             return self._unsupported(label, f"input {treatment.reason}", treatment.error())
         if treatment.guessed and text.strip():
             self.guessed += 1
+        if not hasattr(chunker, "chunk_tree"):
+            chunker = chunker(treatment.language, treatment.text)
         try:
             return chunker.chunk_tree(treatment.text, language=treatment.language, path=path)
         except UnsupportedInputError as exc:  # a malformed notebook
@@ -102,6 +106,16 @@ class Intake:
                 f"{self.owner}: {self.guessed} document(s) had no path and no language, and their content did not "
                 f"show one; they were chunked as plain text. Give the splitter a language (language='python'), or "
                 f"each document a {self.path_key!r} metadata key naming its file (its extension decides).",
+                InputWarning, stacklevel=stacklevel,
+            )
+        if self.crowded:
+            named = ", ".join(map(repr, self.crowded[:_LISTED]))
+            more = f" and {len(self.crowded) - _LISTED} more" if len(self.crowded) > _LISTED else ""
+            warnings.warn(
+                f"{self.owner}: the metadata of {len(self.crowded)} document(s) ({named}{more}) leaves less than a "
+                "quarter of chunk_size for the text in the embedding or LLM view; their text was cut at a quarter of "
+                "chunk_size and some views exceed it. Exclude keys from the views (the documents' "
+                "excluded_embed_metadata_keys / excluded_llm_metadata_keys) or raise chunk_size.",
                 InputWarning, stacklevel=stacklevel,
             )
         shared = sorted(p for p, texts in self._texts.items() if len(texts) > 1)
