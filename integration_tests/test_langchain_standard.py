@@ -3,8 +3,8 @@
 ``RetrieversIntegrationTests`` builds the retriever with the plain constructor and expects ``invoke(q, k=3)`` to
 return exactly 3 documents, so the corpus holds many spans about the query and the budget holds k hits with room to
 spare. Without ``k`` (the constructor parameters here give none) the retriever fills the budget, so the suite's
-other tests run the default. Run for BM25 only (``embedding=None``), for hybrid search with LangChain's ``DeterministicFakeEmbedding`` and
-with the packaged MiniLM.
+other tests run the default. Run for BM25 only (``embedding=None``), for hybrid search with LangChain's
+``DeterministicFakeEmbedding`` and with the packaged MiniLM.
 """
 
 from __future__ import annotations

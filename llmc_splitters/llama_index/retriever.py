@@ -54,6 +54,10 @@ class LlamaIndexEmbedding:
 
 
 def _as_core_embedding(embed_model: Any) -> Any:
+    from .embedding import LocalEmbedding
+
+    if isinstance(embed_model, LocalEmbedding):
+        return embed_model.model  # the model itself: its index records the name the CLI records for it
     if embed_model is None or (hasattr(embed_model, "embed_documents") and hasattr(embed_model, "embed_query")):
         return embed_model
     if hasattr(embed_model, "get_text_embedding_batch") and hasattr(embed_model, "get_query_embedding"):
@@ -70,8 +74,8 @@ class CodeParentRetriever(BaseRetriever):
 
     ``retrieve(query)`` returns one ``NodeWithScore`` per hit, best first: the ``k`` best hits, or without ``k`` (the
     default) as many as fit ``max_context_tokens``, as the core :class:`~llmc_splitters.retrieval.CodeRetriever`
-    fills it (README, "What a reply holds"); ``score`` is the fused (RRF) score. Each node's text is the hit, verbatim, plus the context that makes it readable alone, as far as
-    the budget allows: the header lines of the class/function it sits in, the imports and module-level names it
+    fills it (README, "What a reply holds"); ``score`` is the fused (RRF) score. Each node's text is the hit,
+    verbatim, plus the context that makes it readable alone, as far as the budget allows: the header lines of the class/function it sits in, the imports and module-level names it
     uses, and its enclosing scope whole (or the class skeleton when the scope is too big), each slice preceded by a
     ``# path:start-end`` marker line. The texts of all returned nodes add up to at most ``max_context_tokens``
     tokens: a later hit is always reserved room for its own text before an earlier one gets context, context already
@@ -88,7 +92,9 @@ class CodeParentRetriever(BaseRetriever):
     in-memory collection. ``embed_model=None`` is lexical-only (BM25, no model); any LlamaIndex embed model makes
     search hybrid. ``k`` (alias ``similarity_top_k``, LlamaIndex's name) and ``max_context_tokens`` are plain
     attributes. An argument this retriever does not take raises :class:`~llmc_splitters.ConfigurationError` naming
-    the nearest one (``top_k`` -> ``k``), not a bare ``TypeError``.
+    the nearest one (``top_k`` -> ``k``), not a bare ``TypeError``. Given a
+    :class:`~llmc_splitters.llama_index.LocalEmbedding`, it embeds with the model underneath, so the index records
+    the model's own name (``minilm-onnx-int8-128:model`` for ``"minilm"``), as ``llmc-splitters index`` does.
 
     Paths are stored and cited relative to ``root``: by default, the common directory of the documents when their
     paths are absolute (``SimpleDirectoryReader`` gives absolute paths), and ``directory`` itself for
@@ -105,7 +111,8 @@ class CodeParentRetriever(BaseRetriever):
         exclude: Gitignore-style patterns to skip in ``directory``.
         root: Store paths relative to this directory; ``None`` (default): the documents' common directory when
             their paths are absolute, ``directory`` for ``directory=``; ``False``: paths as given.
-        embed_model: A LlamaIndex embed model (hybrid search) or ``None`` (BM25 only); ``embedding=`` is an alias.
+        embed_model: A LlamaIndex embed model (hybrid search; ``LocalEmbedding()`` for the package's own) or
+            ``None`` (BM25 only); ``embedding=`` is an alias.
         path: Directory of an embedded (persistent) Chroma store.
         host: Chroma server host.
         port: Chroma server port.
