@@ -298,6 +298,8 @@ class CodeRetriever:
         for i, hit in enumerate(found.hits):
             if used >= budget:
                 break
+            if _inside(hit.span.path, hit.span.start_line, hit.span.end_line, shown):
+                continue  # shown whole already, as another hit's context (a notebook cell next to it)
             ctx = self.index.hit_context(hit.span, hit.score, query)
             if i >= ZOOM_RANKS:
                 ctx = replace(ctx, zoom=None)
@@ -366,8 +368,9 @@ def _inside(path: str | None, start: int, end: int, shown: list[tuple[str | None
 
 
 def _unseen(ctx: HitContext, shown: list[tuple[str | None, int, int]], skeletons: set[Any]) -> HitContext:
-    """``ctx`` without the imports, headers and skeletons an earlier hit already shows."""
+    """``ctx`` without the imports, headers, neighbouring cells and skeletons an earlier hit already shows."""
     imports = tuple(s for s in ctx.imports if not _inside(s.path, s.start_line, s.end_line, shown))
+    cells = tuple(s for s in ctx.neighbours if not _inside(s.path, s.start_line, s.end_line, shown))
     scopes = []
     for sc in ctx.scopes:
         snip = sc.snippet
@@ -376,4 +379,4 @@ def _unseen(ctx: HitContext, shown: list[tuple[str | None, int, int]], skeletons
         if sc.skeleton and (snip.path, snip.start_line, snip.end_line) in skeletons:
             sc = replace(sc, skeleton=None)
         scopes.append(sc)
-    return replace(ctx, imports=imports, scopes=tuple(scopes))
+    return replace(ctx, imports=imports, scopes=tuple(scopes), neighbours=cells)
