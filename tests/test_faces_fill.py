@@ -108,3 +108,20 @@ def test_the_faces_and_the_core_agree(lc, li, cl100k):
     # The merged context of CodeRetriever.retrieve fills the same budget from the same ranked hits.
     merged = core.retrieve(QUERY)
     assert merged.token_count <= 1024 and merged.hits[0].span.id == packed[0][0].span.id
+
+
+def test_an_explicit_k_none_fills_whatever_the_retrievers_k(cl100k):
+    from langchain_core.documents import Document
+
+    from llmc_splitters.langchain import CodeParentRetriever
+    from llmc_splitters.retrieval import CodeRetriever
+
+    docs = [Document(page_content=text, metadata={"source": path}) for path, text in FILES.items()]
+    four = CodeParentRetriever.from_documents(docs, k=4, max_context_tokens=4096)
+    assert len(four.invoke(QUERY)) == 4
+    filled = four.invoke(QUERY, k=None)
+    assert len(filled) > 4 and sum(cl100k.count(d.page_content) for d in filled) <= 4096
+    core = CodeRetriever(embedding=None, k=4, max_context_tokens=4096)
+    core.index_texts(FILES)
+    assert len(core.retrieve_per_hit(QUERY)[1]) == 4 and len(core.retrieve_per_hit(QUERY, None)[1]) > 4
+    assert len(core.retrieve(QUERY).hits) == 4 and len(core.retrieve(QUERY, k=None).hits) > 4

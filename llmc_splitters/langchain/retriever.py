@@ -32,6 +32,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 from ..ingest.walk import DEFAULT_INCLUDE
 from ..retrieval import CodeRetriever
 from ..retrieval.expand import Expansion
+from ..retrieval.retriever import RETRIEVER_K
 from ..retrieval.index import Hit
 from .splitter import path_of
 
@@ -60,8 +61,8 @@ class CodeParentRetriever(BaseRetriever):
     The plain constructor indexes what it is given (``documents``, ``texts`` or ``directory``) into Chroma: an
     embedded store at ``path``, a server at ``host``/``port``, a ready ``client``, or (with none of these) a fresh
     in-memory collection. ``embedding=None`` is lexical-only (BM25, no model); any LangChain ``Embeddings`` makes
-    search hybrid. ``k`` and ``max_context_tokens`` can also be given to ``invoke``; LangChain's
-    ``search_kwargs={"k": ...}`` is honoured too. An argument this retriever does not take raises
+    search hybrid. ``k`` and ``max_context_tokens`` can also be given to ``invoke`` (``invoke(q, k=None)`` fills the
+    budget whatever the retriever's ``k``); LangChain's ``search_kwargs={"k": ...}`` is honoured too. An argument this retriever does not take raises
     :class:`~llmc_splitters.ConfigurationError` naming the nearest one (``embeddings`` -> ``embedding``), rather
     than being ignored.
 
@@ -243,10 +244,10 @@ class CodeParentRetriever(BaseRetriever):
         query: str,
         *,
         run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
+        k: int | None = RETRIEVER_K,
         max_context_tokens: int | None = None,
     ) -> list[Document]:
-        k = self.k if k is None else k  # None: fill the budget
+        k = self.k if k is RETRIEVER_K else k  # None (given, or the retriever's): fill the budget
         budget = self.max_context_tokens if max_context_tokens is None else max_context_tokens
         if k is not None:
             check_positive("k", k)

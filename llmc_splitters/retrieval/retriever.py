@@ -25,6 +25,16 @@ _FILL_CANDIDATES = 50
 _SEARCH_K = 10
 
 
+class _RetrieverK:
+    def __repr__(self) -> str:
+        return "RETRIEVER_K"
+
+
+RETRIEVER_K: Any = _RetrieverK()
+"""The default ``k`` of :meth:`CodeRetriever.retrieve` and :meth:`CodeRetriever.retrieve_per_hit`: the retriever's
+own ``k``. An explicit ``k=None`` fills the budget whatever the retriever's ``k``."""
+
+
 @dataclass(frozen=True, slots=True)
 class Result:
     """The answer to one :meth:`CodeRetriever.retrieve` call.
@@ -194,7 +204,7 @@ class CodeRetriever:
     def retrieve(
         self,
         query: str,
-        k: int | None = None,
+        k: int | None | _RetrieverK = RETRIEVER_K,
         max_context_tokens: int | None = None,
         *,
         multi_stage: bool | None = None,
@@ -214,7 +224,7 @@ class CodeRetriever:
 
         Args:
             query: The question, identifiers or code.
-            k: Number of hits (default: the retriever's ``k``; ``None``: fill the budget).
+            k: Number of hits (default: the retriever's ``k``; ``None``: fill the budget, whatever the retriever's).
             max_context_tokens: Budget (default: the retriever's), counted with its tokenizer on the rendered
                 context, markers included.
             multi_stage: Override the search mode.
@@ -231,7 +241,7 @@ class CodeRetriever:
         if budget <= 0:
             msg = f"max_context_tokens must be > 0, got {budget}"
             raise ConfigurationError(msg)
-        k = self.k if k is None else k
+        k = self.k if k is RETRIEVER_K else k
         fill = k is None
         with self.index.snapshot():  # the hits and their context from one version of each file
             found = self.search(query, _FILL_CANDIDATES if fill else k, multi_stage=multi_stage, path=path,
@@ -247,7 +257,7 @@ class CodeRetriever:
     def retrieve_per_hit(
         self,
         query: str,
-        k: int | None = None,
+        k: int | None | _RetrieverK = RETRIEVER_K,
         max_context_tokens: int | None = None,
         *,
         expand_context: bool = True,
@@ -259,8 +269,8 @@ class CodeRetriever:
         What the framework faces return: one document per hit, in rank order; imports, headers and skeletons
         already shown for an earlier hit are not repeated. With ``k``, the ``k`` best hits: before hit ``i`` gets
         context, the hits after it are reserved room for their own text (at most an equal share of the budget
-        each), so ``k`` hits come back whenever ``k`` bare hits fit. Without ``k`` (``k=None``, the default unless
-        the retriever was given one) the budget is filled as :meth:`retrieve` fills it: hits in rank order, each
+        each), so ``k`` hits come back whenever ``k`` bare hits fit. Without ``k`` (``k=None``, or the default when
+        the retriever has no ``k``) the budget is filled as :meth:`retrieve` fills it: hits in rank order, each
         with its header chain and bindings (or alone) while they fit, then, hit by hit, their skeletons and whole
         scopes in what is left.
 
@@ -271,7 +281,7 @@ class CodeRetriever:
         if budget <= 0:
             msg = f"max_context_tokens must be > 0, got {budget}"
             raise ConfigurationError(msg)
-        k = self.k if k is None else k
+        k = self.k if k is RETRIEVER_K else k
         with self.index.snapshot():  # the hits and their context from one version of each file
             if k is None:
                 return self._fill_per_hit(query, budget, expand_context=expand_context, multi_stage=multi_stage,
