@@ -431,15 +431,16 @@ class CodeNodeParser(NodeParser):
         source = node.source_node if node.source_node is not None else _related(node)
         nominal = chunk_budget(self.chunk_size, self.header_reserve, self.context_header)
         floor = min(nominal, max(1, self.chunk_size // 4))
-        budget = nominal
+        budget, crowded = nominal, False
 
         def chunker_for(language: str, text: str) -> ASTChunker:
-            nonlocal budget
+            nonlocal budget, crowded
             reserve = 0
             if self.include_metadata:
                 reserve = self._metadata_tokens(node, metadata, source, path, language, text)
             if self.chunk_overlap and language in (*PROSE_LANGUAGES, "notebook"):
                 reserve += self.chunk_overlap
+            crowded = nominal - reserve < floor
             budget = max(floor, nominal - reserve)
             return self._chunker_at(budget)
 
@@ -453,7 +454,7 @@ class CodeNodeParser(NodeParser):
             budget = max(floor, budget - over)
             again = self._chunker_at(budget).chunk_tree(tree.root.text, language=tree.root.language, path=path)
             nodes, over = self._nodes_of_tree(self._overlapped(again, budget), node, metadata, source)
-        if nodes and (over > 0 or budget == floor < nominal):
+        if nodes and (over > 0 or crowded):
             intake.crowded.append(path or f"document {index}")
         return nodes
 

@@ -83,12 +83,11 @@ def notebook_neighbours(store: SpanStore, span: Span) -> tuple[Snippet, ...]:
     Of a neighbour split into several spans, the part next to the hit. Empty cells are skipped; anything else
     (a raw cell, two code cells in a row, a span that is not a cell's) has none."""
     kind = span.metadata.get("cell_type")
-    here = split_cell_path(span.path)
-    if kind not in ("code", "markdown") or here is None or span.path is None:
+    if kind not in ("code", "markdown") or span.path is None or split_cell_path(span.path) is None:
         return ()
     file = store.file_of(span.path)
-    cells = sorted((c for c in store.documents(file) if split_cell_path(c)), key=lambda c: split_cell_path(c)[1]) \
-        if file is not None else []
+    numbered = {c: at[1] for c in (store.documents(file) if file is not None else ()) if (at := split_cell_path(c))}
+    cells = sorted(numbered, key=numbered.__getitem__)
     if span.path not in cells:
         return ()
     i = cells.index(span.path)
