@@ -75,37 +75,11 @@ def minilm_langchain(minilm):
 
 @pytest.fixture(scope="session")
 def minilm_llama_index(minilm):
-    """The MiniLM as a LlamaIndex ``BaseEmbedding``."""
+    """The MiniLM as a LlamaIndex ``BaseEmbedding``: the one the package ships."""
     pytest.importorskip("llama_index.core")
-    from typing import Any
+    from llmc_splitters.llama_index import LocalEmbedding
 
-    from llama_index.core.bridge.pydantic import PrivateAttr
-    from llama_index.core.embeddings import BaseEmbedding
-
-    class MiniLMEmbed(BaseEmbedding):
-        _model: Any = PrivateAttr()
-
-        def __init__(self, model: Any, **kwargs: Any) -> None:
-            super().__init__(model_name="all-MiniLM-L6-v2", embed_batch_size=32, **kwargs)
-            self._model = model
-
-        @classmethod
-        def class_name(cls) -> str:
-            return "MiniLMEmbed"
-
-        def _get_query_embedding(self, query: str) -> list[float]:
-            return self._model.embed_query(query)
-
-        async def _aget_query_embedding(self, query: str) -> list[float]:
-            return self._get_query_embedding(query)
-
-        def _get_text_embedding(self, text: str) -> list[float]:
-            return self._model.embed_documents([text])[0]
-
-        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-            return self._model.embed_documents(list(texts))
-
-    return MiniLMEmbed(minilm)
+    return LocalEmbedding(embedding=minilm)
 
 
 @pytest.fixture

@@ -2,8 +2,9 @@
 
 ``RetrieversIntegrationTests`` builds the retriever with the plain constructor and expects ``invoke(q, k=3)`` to
 return exactly 3 documents, so the corpus holds many spans about the query and the budget holds k hits with room to
-spare. Run for BM25 only (``embedding=None``), for hybrid search with LangChain's ``DeterministicFakeEmbedding`` and
-with the packaged MiniLM.
+spare. Without ``k`` (the constructor parameters here give none) the retriever fills the budget, so the suite's
+other tests run the default. Run for BM25 only (``embedding=None``), for hybrid search with LangChain's
+``DeterministicFakeEmbedding`` and with the packaged MiniLM.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class TestLexicalOnly(RetrieversIntegrationTests):
 
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
-        return {"texts": TEXTS, "embedding": None, "k": 4, "max_context_tokens": 4096}
+        return {"texts": TEXTS, "embedding": None, "max_context_tokens": 4096}
 
     @property
     def retriever_query_example(self) -> str:
@@ -83,6 +84,5 @@ class TestHybridMiniLM(TestLexicalOnly):
             "client": _MINILM["client"],
             "collection_name": "llmc_std_minilm",
             "max_tokens": 128,
-            "k": 4,
             "max_context_tokens": 4096,
         }

@@ -8,8 +8,8 @@ checks read it:
 * ``01_quickstart``: the chunker's spans are lossless and none is over budget, every definition that fits the budget
   is whole in one span, the comparison table covers LangChain's and LlamaIndex's splitters, and the plot rendered;
 * ``02_langchain_rag``: ``CodeParentRetriever`` returns the expected file for each question within the token budget,
-  finds a notebook cell's function (cited as ``analysis.ipynb#cell1``) and an extensionless Bash script from
-  ``DirectoryLoader`` documents with absolute paths, and plots where the budget goes;
+  finds a notebook cell's function (cited as ``analysis.ipynb#cell1``, after the markdown cell above it) and an
+  extensionless Bash script from ``DirectoryLoader`` documents with absolute paths, and plots where the budget goes;
 * ``03_llama_index_pipeline``: ``CodeNodeParser`` in an ``IngestionPipeline`` wrote every node to Chroma, nodes fit the
   budget and rebuild their file, ``VectorStoreIndex.as_retriever()`` ranks the expected file first (with MiniLM),
   and the node sizes are plotted.
@@ -130,9 +130,11 @@ def test_langchain_rag(kernel, tmp_path):
     doors = res["doors"]
     cell = doors["count how often each HTTP status code appears in an access log"]
     assert cell["source"] == "analysis.ipynb#cell1" and cell["language"] == "python"
-    assert cell["marker"].startswith("# analysis.ipynb#cell1:")
+    # The code cell's hit, after the markdown cell above it that says what it does.
+    assert cell["markers"] == ["# analysis.ipynb#cell0:1-2", "# analysis.ipynb#cell1:1-11"]
     script = doors["serve the current directory over HTTP on a port"]
     assert script["source"] == "bin/serve" and script["language"] == "bash"
+    assert script["markers"][0].startswith("# bin/serve:")
     # Where the budget goes: every reply within it, and the hits with their context.
     for question, parts in res["composition"].items():
         assert 0 < sum(parts.values()) <= res["budget"], question

@@ -62,11 +62,13 @@ class Intake:
         self.whole_file_loaders = whole_file_loaders
         self.skipped: list[tuple[str, str]] = []
         self.guessed = 0
+        self.crowded: list[str] = []  # inputs whose metadata leaves too little of chunk_size (the caller says which)
         self._texts: dict[str, set[str]] = {}
 
     def chunk(self, chunker: Any, text: str, *, path: str | None, metadata: Mapping[str, Any] | None,
               language: str | None, index: int) -> SpanTree | None:
-        """The span tree of one input (``index``: its position in the call, to name it when it has no path)."""
+        """The span tree of one input (``index``: its position in the call, to name it when it has no path).
+        ``chunker`` is a chunker, or ``chunker(language, text)`` returning the one for this input."""
         label = path or f"document {index}"
         if path:
             self._texts.setdefault(path, set()).add(hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest())
@@ -75,6 +77,8 @@ class Intake:
             return self._unsupported(label, f"input {treatment.reason}", treatment.error())
         if treatment.guessed and text.strip():
             self.guessed += 1
+        if not hasattr(chunker, "chunk_tree"):
+            chunker = chunker(treatment.language, treatment.text)
         try:
             return chunker.chunk_tree(treatment.text, language=treatment.language, path=path)
         except UnsupportedInputError as exc:  # a malformed notebook
@@ -102,6 +106,16 @@ class Intake:
                 f"{self.owner}: {self.guessed} document(s) had no path and no language, and their content did not "
                 f"show one; they were chunked as plain text. Give the splitter a language (language='python'), or "
                 f"each document a {self.path_key!r} metadata key naming its file (its extension decides).",
+                InputWarning, stacklevel=stacklevel,
+            )
+        if self.crowded:
+            named = ", ".join(map(repr, self.crowded[:_LISTED]))
+            more = f" and {len(self.crowded) - _LISTED} more" if len(self.crowded) > _LISTED else ""
+            warnings.warn(
+                f"{self.owner}: the metadata of {len(self.crowded)} document(s) ({named}{more}) leaves less than a "
+                "quarter of chunk_size for the text in the embedding or LLM view; their text was cut at a quarter of "
+                "chunk_size and some views exceed it. Exclude keys from the views (the documents' "
+                "excluded_embed_metadata_keys / excluded_llm_metadata_keys) or raise chunk_size.",
                 InputWarning, stacklevel=stacklevel,
             )
         shared = sorted(p for p, texts in self._texts.items() if len(texts) > 1)
@@ -252,11 +266,12 @@ def relative_paths(paths: Sequence[str | None], root: Any) -> list[str | None]:
     return out
 
 
-def resolve_top_k(k: int | None, similarity_top_k: int | None, search_kwargs: Mapping[str, Any] | None,
-                  default: int = 4) -> int:
+def resolve_top_k(k: int | None, similarity_top_k: int | None, search_kwargs: Mapping[str, Any] | None
+                  ) -> int | None:
     """The number of hits from ``k`` or a framework's spelling of it: LlamaIndex ``similarity_top_k``, LangChain
-    ``search_kwargs={"k": ...}``; two different values are an error, and so is a ``search_kwargs`` key we cannot
-    honour (a vector-store filter, a score threshold)."""
+    ``search_kwargs={"k": ...}``; ``None`` when none is given (fill the budget, as the core retriever does). Two
+    different values are an error, and so is a ``search_kwargs`` key we cannot honour (a vector-store filter, a
+    score threshold)."""
     given: dict[str, Any] = {}
     if k is not None:
         given["k"] = k
@@ -279,8 +294,10 @@ def resolve_top_k(k: int | None, similarity_top_k: int | None, search_kwargs: Ma
     if len(values) > 1:
         msg = f"{' and '.join(f'{name}={value!r}' for name, value in given.items())} are the same setting; give one"
         raise ConfigurationError(msg)
-    value = next(iter(given.values())) if given else default
-    check_positive(next(iter(given), "k"), value)
+    if not given:
+        return None
+    name, value = next(iter(given.items()))
+    check_positive(name, value)
     return value
 
 
@@ -325,10 +342,11 @@ def whole_files(entries: Iterable[tuple[str | None, str]], taken: Mapping[str, s
 
 def core_retriever(code_retriever: Any, *, embedding: Any, embedding_name: str, path: Any, host: str | None,
                    port: int | None, client: Any, collection_name: str | None, max_tokens: int, tokenizer: Any,
-                   k: int, max_context_tokens: int) -> Any:
+                   k: int | None, max_context_tokens: int) -> Any:
     """The :class:`~llmc_splitters.retrieval.CodeRetriever` a face wraps: ``code_retriever`` as given (then no
     store or embedding setting may be given too), or a new one on Chroma."""
-    check_positive("k", k)
+    if k is not None:
+        check_positive("k", k)
     check_positive("max_context_tokens", max_context_tokens)
     if code_retriever is not None:
         if any(x is not None for x in (embedding, path, host, client, collection_name)):

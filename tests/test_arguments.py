@@ -101,7 +101,7 @@ def test_conventional_spellings_are_honoured():
 
 
 def test_resolve_top_k():
-    assert resolve_top_k(None, None, None) == 4
+    assert resolve_top_k(None, None, None) is None  # fill the budget
     assert resolve_top_k(None, 3, None) == resolve_top_k(None, None, {"k": 3}) == resolve_top_k(3, 3, {"k": 3}) == 3
     with pytest.raises(ConfigurationError, match="similarity_top_k must be a positive integer"):
         resolve_top_k(None, 0, None)

@@ -8,6 +8,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 
@@ -33,8 +34,15 @@ def line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
-def validate_nodes(nodes, doc: Document, chunk_size: int | None = None, count=None) -> None:
-    """Offsets slice the document exactly, in order, without duplicates; lines agree; leaves fit the budget."""
+def views(node, count) -> int:
+    """Tokens of the bigger of what LlamaIndex shows an embedding model and an LLM of ``node``."""
+    return max(count(node.get_content(metadata_mode=mode)) for mode in (MetadataMode.EMBED, MetadataMode.LLM))
+
+
+def validate_nodes(nodes, doc: Document, chunk_size: int | None = None, count=None, *, text_size=None) -> None:
+    """Offsets slice the document exactly, in order, without duplicates; lines agree; leaves fit the budget: both
+    views within ``chunk_size``, or (``text_size``, a document whose metadata crowds the views) the text within
+    ``text_size``."""
     seen = set()
     prev = -1
     for i, n in enumerate(nodes):
@@ -50,8 +58,10 @@ def validate_nodes(nodes, doc: Document, chunk_size: int | None = None, count=No
         assert n.metadata["end_line"] == line_of(doc.text, end - 1)
         assert n.metadata["start_index"] == start and n.metadata["end_index"] == end
         assert n.source_node is not None and n.source_node.node_id == doc.doc_id
-        if chunk_size is not None:
-            assert count(n.text) <= chunk_size
+        if text_size is not None:
+            assert count(n.text) <= text_size
+        elif chunk_size is not None:
+            assert views(n, count) <= chunk_size, n.get_content(metadata_mode=MetadataMode.LLM)
 
 
 def assert_covers(nodes, doc: Document) -> None:
@@ -97,9 +107,16 @@ def test_settings_are_checked_at_construction(kwargs, message):
 def test_corpus_nodes_are_exact_and_fit(path, chunk_size, cl100k):
     text = path.read_bytes().decode("utf-8")
     doc = Document(text=text, metadata={"file_path": str(path)})
-    nodes = CodeNodeParser(chunk_size=chunk_size).get_nodes_from_documents([doc])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nodes = CodeNodeParser(chunk_size=chunk_size).get_nodes_from_documents([doc])
+    crowded = [w for w in caught if "leaves less than a quarter of chunk_size" in str(w.message)]
+    # At 32 tokens the absolute path and the other metadata lines leave less than 8 tokens: the text is cut at 8 and
+    # one warning says so; at 256 every view fits.
+    assert len(crowded) == (chunk_size == 32)
+    text_size = chunk_size // 4 if crowded else None
     if path.suffix != ".ipynb":
-        validate_nodes(nodes, doc, chunk_size, cl100k.count)
+        validate_nodes(nodes, doc, chunk_size, cl100k.count, text_size=text_size)
         assert_covers(nodes, doc)
         return
     # A notebook: nodes per cell, exact against the cell's source; a cell is not a slice of the notebook's JSON.
@@ -111,7 +128,8 @@ def test_corpus_nodes_are_exact_and_fit(path, chunk_size, cl100k):
         assert cell[n.metadata["start_index"] : n.metadata["end_index"]] == n.text
         assert n.metadata["start_line"] == line_of(cell, n.metadata["start_index"])
         assert n.metadata["source"] == f"{path}#cell{n.metadata['cell_index']}" and n.metadata["file_path"] == str(path)
-        assert cl100k.count(n.text) <= chunk_size and n.source_node.node_id == doc.doc_id
+        assert n.source_node.node_id == doc.doc_id
+        assert cl100k.count(n.text) <= text_size if crowded else views(n, cl100k.count) <= chunk_size
 
 
 def test_metadata_language_and_embed_text():
@@ -216,11 +234,11 @@ def test_node_ids_are_deterministic_and_distinct_across_documents():
     text = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
     a = Document(text=text, metadata={"file_path": "m.py"}, doc_id="a")
     b = Document(text=text, metadata={"file_path": "m.py"}, doc_id="b")
-    parser = CodeNodeParser(chunk_size=16)
+    parser = CodeNodeParser(chunk_size=48)  # a function and its metadata lines per node
     first = [n.node_id for n in parser.get_nodes_from_documents([a, b])]
     again = [n.node_id for n in parser.get_nodes_from_documents([a, b])]
     assert first == again and len(set(first)) == len(first) == 4
-    custom = CodeNodeParser(chunk_size=16, id_func=lambda i, doc: f"{doc.doc_id}-{i}")
+    custom = CodeNodeParser(chunk_size=48, id_func=lambda i, doc: f"{doc.doc_id}-{i}")
     assert [n.node_id for n in custom.get_nodes_from_documents([a])] == ["a-0", "a-1"]
 
 
@@ -316,3 +334,107 @@ def test_missing_llama_index_raises_our_error_with_the_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "pip install 'llmc-splitters[llama-index]'" in out
+
+
+# ------------------------------------------------------------------------- what the embedder sees (issue 22, item 12)
+def _stdlib_package(name: str) -> list[Document]:
+    import importlib
+    import pathlib
+
+    from llama_index.core import SimpleDirectoryReader
+
+    root = pathlib.Path(importlib.import_module(name).__file__).parent
+    # exclude_hidden=False: the interpreter may live under a hidden directory (~/.pyenv).
+    return SimpleDirectoryReader(str(root), recursive=True, required_exts=[".py"], exclude_hidden=False).load_data()
+
+
+@pytest.mark.parametrize("chunk_size", [512, 256])
+def test_what_the_embedder_and_the_llm_see_fits_chunk_size_on_real_packages(chunk_size, cl100k):
+    docs = _stdlib_package("json") + _stdlib_package("email")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputWarning)
+        nodes = CodeNodeParser(chunk_size=chunk_size).get_nodes_from_documents(docs)
+    assert len(nodes) > 500
+    # SimpleDirectoryReader's absolute file_path is in both views, with our language, symbol (and, for the LLM,
+    # kind and lines): each view is still within chunk_size, text and metadata lines together.
+    embed = [cl100k.count(n.get_content(metadata_mode=MetadataMode.EMBED)) for n in nodes]
+    llm = [cl100k.count(n.get_content(metadata_mode=MetadataMode.LLM)) for n in nodes]
+    assert max(embed) <= chunk_size and max(llm) <= chunk_size
+    assert all(n.metadata["file_path"] in n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes)
+    # The budget is used (the biggest views come close to it), and the nodes still slice their files exactly.
+    assert max(embed) > 0.9 * chunk_size
+    for doc in docs:
+        mine = [n for n in nodes if n.ref_doc_id == doc.doc_id]
+        validate_nodes(mine, doc, chunk_size, cl100k.count)
+        assert_covers(mine, doc)
+
+
+def test_a_long_symbol_cuts_its_document_again_so_that_its_views_fit(cl100k):
+    # A method whose qualified name is far longer than the typical one the first cut is sized for.
+    long_name = "reconcile_the_tide_station_readings_with_the_harmonic_prediction_for_each_reporting_interval"
+    terms = "".join(f"        total += readings[{i}] * WEIGHTS[{i}]  # harmonic term {i}\n" for i in range(40))
+    text = (f"class TideStationReconciler:\n    def {long_name}(self, readings):\n        total = 0.0\n{terms}"
+            "        return total\n")
+    doc = Document(text=text, metadata={"file_path": "tides/reconcile.py"})
+    parser = CodeNodeParser(chunk_size=128)
+    nodes = parser.get_nodes_from_documents([doc])
+    named = [n for n in nodes if n.metadata["symbol"] == f"TideStationReconciler.{long_name}"]
+    assert len(named) >= 3, "the method is split into pieces that carry its name"
+    validate_nodes(nodes, doc, 128, cl100k.count)
+    # It was cut smaller than a document whose names are short.
+    assert max(cl100k.count(n.text) for n in named) < parser.chunker.max_tokens - 30
+
+
+def test_chunk_overlap_is_for_split_prose_only(cl100k):
+    prose = Document(text=read("text/release-notes.txt"), metadata={"file_path": "release-notes.txt"})
+    code = Document(text=read("python/textwrap.py"), metadata={"file_path": "textwrap.py"})
+    parser = CodeNodeParser(chunk_size=128, chunk_overlap=30)
+    assert parser.chunk_overlap == 30 and parser.to_dict()["chunk_overlap"] == 30
+    nodes = parser.get_nodes_from_documents([prose])
+    validate_nodes(nodes, prose, 128, cl100k.count)
+    overlapped = [(a, b) for a, b in zip(nodes, nodes[1:]) if "overlap" in b.metadata]
+    assert len(overlapped) >= len(nodes) // 2
+    for prev, node in overlapped:
+        tail = node.metadata["overlap"]
+        # The tail of the piece before, about chunk_overlap tokens, shown before the text in both views; the text
+        # itself stays the verbatim slice.
+        assert prev.text.endswith(tail) and 0 < cl100k.count(tail) <= 30
+        assert tail in node.get_content(metadata_mode=MetadataMode.EMBED)
+        assert tail in node.get_content(metadata_mode=MetadataMode.LLM)
+    code_nodes = parser.get_nodes_from_documents([code])
+    assert code_nodes and not any("overlap" in n.metadata for n in code_nodes)
+    validate_nodes(code_nodes, code, 128, cl100k.count)
+    # The default is no overlap (code never overlaps), and a LlamaIndex habit such as chunk_overlap=20 is accepted.
+    assert not any("overlap" in n.metadata for n in CodeNodeParser(chunk_size=128).get_nodes_from_documents([prose]))
+    assert CodeNodeParser.from_defaults(chunk_size=512, chunk_overlap=20).chunk_overlap == 20
+
+
+@pytest.mark.parametrize("overlap", [-1, 64, 100, True, 2.5])
+def test_chunk_overlap_is_checked(overlap):
+    with pytest.raises(ConfigurationError, match="chunk_overlap must be an integer with 0 <= chunk_overlap < chunk_si"):
+        CodeNodeParser(chunk_size=128, chunk_overlap=overlap)
+
+
+def test_metadata_that_crowds_chunk_size_is_named_in_one_warning(cl100k):
+    doc = Document(text=read("python/json_decoder.py"),
+                   metadata={"file_path": "json/decoder.py", "summary": "a long reader-made summary " * 12})
+    with pytest.warns(InputWarning, match=r"metadata of 1 document\(s\) \('json/decoder.py'\).*excluded_embed"):
+        nodes = CodeNodeParser(chunk_size=96).get_nodes_from_documents([doc])
+    validate_nodes(nodes, doc, 96, cl100k.count, text_size=96 // 4)
+    # Excluding the key from the views gives the room back.
+    doc.excluded_embed_metadata_keys = doc.excluded_llm_metadata_keys = ["summary"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputWarning)
+        validate_nodes(CodeNodeParser(chunk_size=96).get_nodes_from_documents([doc]), doc, 96, cl100k.count)
+
+
+def test_without_include_metadata_chunk_size_counts_the_text_alone():
+    from llmc_splitters import ASTChunker
+
+    doc = Document(text=read("python/textwrap.py"), metadata={"file_path": "textwrap.py"})
+    plain = CodeNodeParser(chunk_size=128, include_metadata=False).get_nodes_from_documents([doc])
+    spans = [s for s in ASTChunker(max_tokens=128).chunk(doc.text, path="textwrap.py") if s.text.strip()]
+    assert [(n.start_char_idx, n.end_char_idx) for n in plain] == [(s.start_char, s.end_char) for s in spans]
+    assert "file_path" not in plain[0].metadata and plain[0].metadata["source"] == "textwrap.py"
+    # By default the metadata lines of the views take room from the text: smaller pieces, more of them.
+    assert len(CodeNodeParser(chunk_size=128).get_nodes_from_documents([doc])) > len(plain)

@@ -62,7 +62,7 @@ def test_adapter_subpackages_export_their_faces():
     import llmc_splitters.llama_index as li
 
     assert sorted(lc.__all__) == ["CodeParentRetriever", "CodeTextSplitter"]
-    assert sorted(li.__all__) == ["CodeNodeParser", "CodeParentRetriever"]
+    assert sorted(li.__all__) == ["CodeNodeParser", "CodeParentRetriever", "LocalEmbedding"]
     for mod in (lc, li):
         for name in mod.__all__:
             assert getattr(mod, name) is not None
@@ -123,6 +123,24 @@ def test_importing_one_face_does_not_load_the_other_framework():
         """
     )
     assert loaded["li"] == []
+
+
+def test_the_llama_index_embedding_loads_on_first_use_and_its_model_on_first_embed():
+    pytest.importorskip("llama_index.core")
+    heavy = ["onnxruntime", "torch", "sentence_transformers", "transformers"]
+    loaded = _fresh(
+        f"""
+        import json, sys
+        import llmc_splitters
+        core = "llama_index" in {{m.split(".")[0] for m in sys.modules}}
+        import llmc_splitters.llama_index as li
+        face = "llmc_splitters.llama_index.embedding" in sys.modules
+        model = li.LocalEmbedding()
+        built = sorted({{m.split(".")[0] for m in sys.modules}} & set({heavy!r}))
+        print(json.dumps({{"core": core, "face": face, "built": built, "name": model.model_name}}))
+        """
+    )
+    assert loaded == {"core": False, "face": False, "built": [], "name": "minilm"}
 
 
 # ---------------------------------------------------------------------------------------------- module paths

@@ -137,3 +137,33 @@ def test_a_skeleton_leaves_no_gap_where_lines_shown_verbatim_were() -> None:
     exp = expand([hit], 30, words)
     shown = next(p for p in exp.pieces if p.kind == "skeleton").text
     assert shown == "class Decoder:\n    def decode(self, s): ...\n\n    def raw(self, s): ...\n"
+
+
+def test_essentials_only_stops_before_skeletons_and_scopes() -> None:
+    exp = expand([send_hit()], 100, words, fill=True, essentials_only=True)
+    assert [(p.kind, p.start_line, p.end_line) for p in exp.pieces] == [
+        ("import", 1, 1), ("header", 5, 5), ("hit", 7, 8)]
+    assert expand([send_hit()], 100, words, fill=True).pieces[-1].end_line == 10  # without it: the class whole
+
+
+# A notebook: a markdown cell that explains the code cell after it.
+MARKDOWN = "## Group and unstack\n\nSum the totals per region and month.\n"
+CODE = "monthly = orders.groupby(['region', 'month'])['total'].sum().unstack('month')\n"
+
+
+def cell(i: int, src: str) -> Snippet:
+    return snip(1, src.count("\n"), path=f"sales.ipynb#cell{i}", src=src)
+
+
+def test_a_neighbouring_cell_comes_in_notebook_order_and_gives_way_first() -> None:
+    code_hit = HitContext(cell(3, CODE), 1.0, neighbours=(cell(2, MARKDOWN),))
+    exp = expand([code_hit], 100, words, fill=True)
+    assert [(p.path, p.kind) for p in exp.pieces] == [("sales.ipynb#cell2", "cell"), ("sales.ipynb#cell3", "hit")]
+    assert exp.context.index("## Group") < exp.context.index("monthly =")
+    # Too small for both: the hit alone (fill), or the hit and then what fits (a fixed k).
+    alone = words(f"# sales.ipynb#cell3:1-1\n{CODE}")
+    filled = expand([code_hit], alone + 3, words, fill=True)
+    assert [p.path for p in filled.pieces] == ["sales.ipynb#cell3"]
+    fixed = expand([code_hit], alone + 3, words)
+    assert [p.path for p in fixed.pieces] == ["sales.ipynb#cell3"] and fixed.dropped == ((0, "cell"),)
+    assert [p.kind for p in expand([code_hit], 100, words, include_scopes=False).pieces] == ["hit"]

@@ -12,7 +12,10 @@ standard library (nbformat is not needed), checks its shape, and chunks each cel
 A cell that fits the token budget is one span, even when it holds several definitions (a cell is the author's
 unit); when it holds exactly one, the span takes that definition's kind and name (else the language's kind for
 statements: ``block`` for code, ``text`` for Markdown and raw cells). A cell over budget is chunked
-like a file of its language.
+like a file of its language. So that a hit list shows what each span is, a whole code cell with several
+definitions is named after them (``Reading, load_readings``), and any other span of a code or Markdown cell that no
+definition or heading names is named after its first line (cell magics and decorators skipped, cut at
+:data:`NAME_CHARS` characters): ``df.pivot_table(index="station")``, ``Here is the equivalent using pivot_table:``.
 
 The contract, whichever door a notebook comes in by (:func:`chunk_notebook`, or ``ASTChunker.chunk``/``chunk_tree``
 of a ``.ipynb`` path or of notebook JSON, which call :func:`notebook_tree`):
@@ -58,8 +61,11 @@ _MAGIC = re.compile(r"\A[ \t]*%%([A-Za-z_]+)[ \t]*([^\n]*)")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CELL_PATH = re.compile(r"\A(.*)#cell(\d+)\Z", re.DOTALL)
 _WHOLE_KINDS_SKIP = frozenset({"imports", "block", "comment", "code", "text", "section", "front_matter", "table",
                                 "list", "html"})
+NAME_CHARS = 60
+"""The longest name a span takes from its first line (longer lines are cut at a word, with an ellipsis)."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,18 @@ def cell_path(path: str | None, cell_index: int) -> str:
         'analysis.ipynb#cell3'
     """
     return f"{path or ''}#cell{cell_index}"
+
+
+def split_cell_path(path: str | None) -> tuple[str, int] | None:
+    """The notebook path and the cell index of a :func:`cell_path`; ``None`` for any other path (a file, an
+    output's ``nb.ipynb#cell3/out0``).
+
+    Example:
+        >>> split_cell_path("analysis.ipynb#cell3"), split_cell_path("analysis.py")
+        (('analysis.ipynb', 3), None)
+    """
+    m = _CELL_PATH.match(path or "")
+    return (m.group(1), int(m.group(2))) if m else None
 
 
 def chunk_notebook(
@@ -211,6 +229,8 @@ def notebook_tree(
         located: dict[str, Span] = {}
         for span in tree.leaves:
             name, crumb = _locate(span, outer, line_paths, local)
+            if name is None and cell.cell_type != "raw":
+                name = first_line_name(span.text)
             meta = {**span.metadata, **base}
             if crumb:
                 meta["breadcrumb"] = crumb
@@ -303,6 +323,28 @@ def _locate(
     return name, crumb
 
 
+def first_line_name(text: str) -> str | None:
+    """The name a span of a cell takes when nothing else names it: its first line that is not blank, a cell magic
+    or a decorator, at most :data:`NAME_CHARS` characters (cut at a word, with an ellipsis); ``None`` when there is
+    none.
+
+    Example:
+        >>> first_line_name("%%time\n\ndf.pivot_table(index='station', values='level')\n")
+        "df.pivot_table(index='station', values='level')"
+    """
+    lines = (ln.strip() for ln in text.splitlines())
+    line = next((ln for ln in lines if ln and not ln.startswith(("%%", "@"))), None)
+    return None if line is None else _short(line)
+
+
+def _short(line: str) -> str:
+    if len(line) <= NAME_CHARS:
+        return line
+    head = line[: NAME_CHARS - 1]
+    cut = head.rfind(" ")
+    return (head[:cut] if cut > NAME_CHARS // 2 else head).rstrip(" ,") + "…"
+
+
 # ------------------------------------------------------------------------------------------------ chunking a cell
 def _cell_tree(cell: NotebookCell, chunker: Any, path: str) -> SpanTree | None:
     """The cell's tree (cell-relative offsets, the cell's path); ``None`` for an empty cell. A cell that fits the
@@ -326,6 +368,8 @@ def _whole_cell(cell: NotebookCell, leaves: list[Span], root: Span, path: str, c
         kind, name = defs[0].kind, defs[0].name
         meta = {k: v for k, v in defs[0].metadata.items() if k in ("signature", "docstring", "decorators")}
         meta["breadcrumb"] = defs[0].metadata.get("breadcrumb", name)
+    elif defs and cell.cell_type == "code":
+        name = _short(", ".join(d.name for d in defs if d.name))
     elif cell.cell_type == "markdown":
         crumbs = {s.metadata.get("breadcrumb") for s in leaves}
         if len(crumbs) == 1 and None not in crumbs:

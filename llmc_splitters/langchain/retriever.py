@@ -32,6 +32,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 from ..ingest.walk import DEFAULT_INCLUDE
 from ..retrieval import CodeRetriever
 from ..retrieval.expand import Expansion
+from ..retrieval.retriever import RETRIEVER_K
 from ..retrieval.index import Hit
 from .splitter import path_of
 
@@ -41,14 +42,16 @@ __all__ = ["CodeParentRetriever"]
 class CodeParentRetriever(BaseRetriever):
     """Search code by BM25 (and embeddings, if given) and return each hit with its parent context.
 
-    Each of the ``k`` best leaf spans becomes one ``Document`` whose ``page_content`` is the hit, verbatim, plus the
-    context that makes it readable alone, as far as the budget allows: the header lines of the class/function it
+    Each hit (a leaf span) becomes one ``Document``, best first: the ``k`` best hits, or without ``k`` (the default)
+    as many as fit ``max_context_tokens``, as the core :class:`~llmc_splitters.retrieval.CodeRetriever` fills it
+    (README, "What a reply holds"). A document's ``page_content`` is the hit, verbatim, plus the context that makes it
+    readable alone, as far as the budget allows: the header lines of the class/function it
     sits in, the imports and module-level names it uses, and its enclosing scope whole (or the class skeleton when
     the scope is too big). Each slice is preceded by a ``# path:start-end`` marker line. The ``page_content`` of all
     returned documents add up to at most ``max_context_tokens`` tokens: hits come first (a later hit is always
     reserved room for its own text before an earlier one gets context), context shown in an earlier document is not
-    repeated, and a hit too big for its share is cut at a line boundary and marked ``(truncated)``. You get fewer
-    than ``k`` documents only when the index has fewer matching spans or the budget cannot hold ``k`` hits.
+    repeated, and a hit too big for its share is cut at a line boundary and marked ``(truncated)``. With ``k`` you
+    get fewer than ``k`` documents only when the index has fewer matching spans or the budget cannot hold ``k`` hits.
 
     ``metadata``: ``source``, ``start_line``/``end_line`` (the hit span), ``language``, ``kind``, ``symbol``,
     ``span_id``, ``parent_id``, ``breadcrumb``, ``score`` (fused RRF score), ``rank``, ``confidence`` (of the query,
@@ -58,8 +61,8 @@ class CodeParentRetriever(BaseRetriever):
     The plain constructor indexes what it is given (``documents``, ``texts`` or ``directory``) into Chroma: an
     embedded store at ``path``, a server at ``host``/``port``, a ready ``client``, or (with none of these) a fresh
     in-memory collection. ``embedding=None`` is lexical-only (BM25, no model); any LangChain ``Embeddings`` makes
-    search hybrid. ``k`` and ``max_context_tokens`` can also be given to ``invoke``; LangChain's
-    ``search_kwargs={"k": ...}`` is honoured too. An argument this retriever does not take raises
+    search hybrid. ``k`` and ``max_context_tokens`` can also be given to ``invoke`` (``invoke(q, k=None)`` fills the
+    budget whatever the retriever's ``k``); LangChain's ``search_kwargs={"k": ...}`` is honoured too. An argument this retriever does not take raises
     :class:`~llmc_splitters.ConfigurationError` naming the nearest one (``embeddings`` -> ``embedding``), rather
     than being ignored.
 
@@ -89,7 +92,7 @@ class CodeParentRetriever(BaseRetriever):
         code_retriever: A ready :class:`~llmc_splitters.retrieval.CodeRetriever` (then no store/embedding args).
         max_tokens: Leaf span size used when indexing.
         tokenizer: Token counter for leaves and for ``max_context_tokens`` (default cl100k).
-        k: Number of documents to return (default 4).
+        k: Number of documents to return; ``None`` (default): as many as fit ``max_context_tokens``.
         search_kwargs: LangChain's spelling of ``{"k": ...}`` (only ``k`` is supported).
         max_context_tokens: Token budget of all returned ``page_content`` together.
         expand_context: Add parent context (``False``: the hits only).
@@ -119,7 +122,9 @@ class CodeParentRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    k: int = Field(default=4, description="Number of documents to return.")
+    k: int | None = Field(
+        default=None, description="Number of documents to return (None: as many as fit max_context_tokens)."
+    )
     max_context_tokens: int = Field(default=2048, description="Token budget of all returned page_content together.")
     expand_context: bool = Field(default=True, description="Add parent context around each hit.")
     multi_stage: bool = Field(default=False, description="Search summaries first, then leaves inside them.")
@@ -218,7 +223,7 @@ class CodeParentRetriever(BaseRetriever):
         namespace: str = "llmc",
         max_tokens: int = 512,
         tokenizer: Any = None,
-        k: int = 4,
+        k: int | None = None,
         max_context_tokens: int = 2048,
         **kwargs: Any,
     ) -> CodeParentRetriever:
@@ -239,12 +244,13 @@ class CodeParentRetriever(BaseRetriever):
         query: str,
         *,
         run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
+        k: int | None = RETRIEVER_K,
         max_context_tokens: int | None = None,
     ) -> list[Document]:
-        k = self.k if k is None else k
+        k = self.k if k is RETRIEVER_K else k  # None (given, or the retriever's): fill the budget
         budget = self.max_context_tokens if max_context_tokens is None else max_context_tokens
-        check_positive("k", k)
+        if k is not None:
+            check_positive("k", k)
         check_positive("max_context_tokens", budget)
         found, packed = self.code_retriever.retrieve_per_hit(
             query, k, budget, expand_context=self.expand_context, multi_stage=self.multi_stage

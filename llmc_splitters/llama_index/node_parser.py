@@ -7,6 +7,7 @@ Importing this module imports ``llama_index.core``; that import is the opt-in to
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Dict, List, Literal, Optional
@@ -46,7 +47,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
     raise missing_dependency(exc.name or "llama-index-core", "llama-index") from exc
 
 from ..chunking.chunker import ASTChunker
-from ..chunking.headers import fit_header, context_header
+from ..chunking.headers import context_header
+from ..chunking.overlap import PROSE_LANGUAGES, add_overlap
 from ..chunking.span import Span, SpanTree
 from ..chunking.tokens import TiktokenTokenizer, Tokenizer, resolve_tokenizer
 
@@ -67,6 +69,14 @@ _LLM_EXCLUDED = (
 
 # Node ids are uuid5(namespace, source id + span id): stable across runs, distinct across documents.
 _NODE_NAMESPACE = uuid.UUID("0b6f3c55-2c4e-5d8a-9e1f-7a3b2c1d4e5f")
+
+# The views LlamaIndex renders a node in: what an embedding model reads, what an LLM reads.
+_VIEWS = (MetadataMode.EMBED, MetadataMode.LLM)
+# The symbol a document's budget is first estimated with: a qualified name of typical length (a longer one cuts the
+# document again; with this one, the standard library's json and email packages are cut once each).
+_TYPICAL_SYMBOL = "Client._send_request"
+# Where a tail of the overlap may start: after whitespace, at a word.
+_WORD_START = re.compile(r"[ \t\n]+(?=\S)")
 
 
 def path_of(metadata: Mapping[str, Any]) -> str | None:
@@ -152,6 +162,25 @@ class CodeNodeParser(NodeParser):
     Bookkeeping keys are listed in ``excluded_embed_metadata_keys`` (and most of them in
     ``excluded_llm_metadata_keys``), so the embedding sees the code, its symbol and language.
 
+    ``chunk_size`` bounds what LlamaIndex shows of a leaf, not only its text: both its embedding view and its LLM
+    view (``node.get_content(metadata_mode=MetadataMode.EMBED)`` and ``LLM``: the visible metadata lines, then the
+    text) are at most ``chunk_size`` tokens, as LlamaIndex's ``SentenceSplitter`` budgets them. A document is cut
+    at ``chunk_size`` less what its metadata lines take (the input's visible keys, such as ``file_path``, and
+    ours); a node whose own lines (a long symbol) still push it over has its document cut again at a budget smaller
+    by that much. A document whose metadata leaves less than a quarter of ``chunk_size`` for the text is cut at
+    that quarter instead, and one :class:`~llmc_splitters.errors.InputWarning` per call names it: exclude keys from
+    its views (``excluded_embed_metadata_keys``/``excluded_llm_metadata_keys``) or raise ``chunk_size``. With
+    ``include_metadata=False`` (LlamaIndex's "consider metadata when splitting"), nodes carry only this parser's
+    keys and ``chunk_size`` counts the text alone, with its context header and overlap, as ``ASTChunker``'s
+    ``max_tokens`` does.
+
+    ``chunk_overlap`` (tokens, default 0): code never overlaps (a piece of a split definition is located by its
+    ``symbol``, ``breadcrumb`` and ``context_header`` instead). Where prose had to be split (the pieces of a long
+    Markdown section, plain text), each piece gets the tail of the piece before it, about ``chunk_overlap`` tokens
+    cut at a sentence or word, in ``metadata["overlap"]``, which both views show before the text; the node's text
+    stays the verbatim slice. Prose documents are cut ``chunk_overlap`` tokens smaller so that it fits (a tail that
+    still does not fit is shortened at a word, then dropped).
+
     Relationships, which this parser sets itself (it overrides ``get_nodes_from_documents``, as
     ``HierarchicalNodeParser`` does, so that offsets are exact and links never cross levels):
 
@@ -221,6 +250,14 @@ class CodeNodeParser(NodeParser):
         description="Tokens kept free for the context header when context_header is on.",
         ge=0,
     )
+    chunk_overlap: int = Field(
+        default=0,
+        description=(
+            "Tokens of the previous piece repeated, in metadata['overlap'], before a piece of split prose (Markdown, "
+            "plain text); code never overlaps. Below chunk_size / 2."
+        ),
+        ge=0,
+    )
     on_unsupported: Literal["warn", "raise", "ignore"] = Field(
         default="warn",
         description=(
@@ -230,12 +267,13 @@ class CodeNodeParser(NodeParser):
     )
 
     _tok: Optional[Any] = PrivateAttr(default=None)
-    _chunker: Optional[ASTChunker] = PrivateAttr(default=None)
+    _chunkers: Dict[int, ASTChunker] = PrivateAttr(default_factory=dict)
 
     @checked_arguments
     def __init__(
         self,
         chunk_size: Optional[int] = None,
+        chunk_overlap: int = 0,
         *,
         max_tokens: Optional[int] = None,
         tokenizer: Any = None,
@@ -257,11 +295,18 @@ class CodeNodeParser(NodeParser):
         size = resolve_size(chunk_size, max_tokens)
         check_on_unsupported(on_unsupported)
         chunk_budget(size, header_reserve, context_header)
+        if isinstance(chunk_overlap, bool) or not isinstance(chunk_overlap, int) or not 0 <= 2 * chunk_overlap < size:
+            msg = (
+                f"chunk_overlap must be an integer with 0 <= chunk_overlap < chunk_size / 2 ({size / 2:g}), got "
+                f"{chunk_overlap!r}; code never overlaps, only split prose does"
+            )
+            raise ConfigurationError(msg)
         lang = forced_language(language)
         label, tok = _tokenizer_setting(tokenizer)
         id_func = _id_func_setting(id_func)
         super().__init__(
             chunk_size=size,
+            chunk_overlap=chunk_overlap,
             tokenizer=label,
             language=lang,
             include_parents=include_parents,
@@ -285,6 +330,7 @@ class CodeNodeParser(NodeParser):
     def from_defaults(
         cls,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
+        chunk_overlap: int = 0,
         tokenizer: Any = None,
         language: Optional[str] = None,
         include_parents: bool = False,
@@ -298,6 +344,7 @@ class CodeNodeParser(NodeParser):
         """The LlamaIndex-style factory; same arguments as the constructor."""
         return cls(
             chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
             tokenizer=tokenizer,
             language=language,
             include_parents=include_parents,
@@ -324,11 +371,16 @@ class CodeNodeParser(NodeParser):
 
     @property
     def chunker(self) -> ASTChunker:
-        """The underlying :class:`~llmc_splitters.ASTChunker` (built on first use)."""
-        if self._chunker is None:
-            budget = chunk_budget(self.chunk_size, self.header_reserve, self.context_header)
-            self._chunker = ASTChunker(max_tokens=budget, tokenizer=self.resolved_tokenizer)
-        return self._chunker
+        """The underlying :class:`~llmc_splitters.ASTChunker` at the budget of a document without metadata (built on
+        first use); a document is cut at its own budget (see the class docstring)."""
+        return self._chunker_at(chunk_budget(self.chunk_size, self.header_reserve, self.context_header))
+
+    def _chunker_at(self, budget: int) -> ASTChunker:
+        chunker = self._chunkers.get(budget)
+        if chunker is None:  # overlap is added per document (add_overlap), in tokens of chunk_overlap
+            chunker = self._chunkers[budget] = ASTChunker(max_tokens=budget, tokenizer=self.resolved_tokenizer,
+                                                          overlap=0)
+        return chunker
 
     def language_for(self, text: str, metadata: Mapping[str, Any] | None = None) -> str | None:
         """The language a document is parsed as (see the class docstring for the order of the rules); ``None`` for
@@ -376,12 +428,59 @@ class CodeNodeParser(NodeParser):
         text = node.get_content(metadata_mode=MetadataMode.NONE)
         metadata = dict(node.metadata or {})
         path = path_of(metadata)
-        tree = intake.chunk(self.chunker, text, path=path, metadata=metadata, language=self.language, index=index)
+        source = node.source_node if node.source_node is not None else _related(node)
+        nominal = chunk_budget(self.chunk_size, self.header_reserve, self.context_header)
+        floor = min(nominal, max(1, self.chunk_size // 4))
+        budget, crowded = nominal, False
+
+        def chunker_for(language: str, text: str) -> ASTChunker:
+            nonlocal budget, crowded
+            reserve = 0
+            if self.include_metadata:
+                reserve = self._metadata_tokens(node, metadata, source, path, language, text)
+            if self.chunk_overlap and language in (*PROSE_LANGUAGES, "notebook"):
+                reserve += self.chunk_overlap
+            crowded = nominal - reserve < floor
+            budget = max(floor, nominal - reserve)
+            return self._chunker_at(budget)
+
+        tree = intake.chunk(chunker_for, text, path=path, metadata=metadata, language=self.language, index=index)
         if tree is None:
             return []
-        source = node.source_node if node.source_node is not None else _related(node)
+        nodes, over = self._nodes_of_tree(self._overlapped(tree, budget), node, metadata, source)
+        # A node whose own metadata lines (a long symbol, a cell's keys) push a view over chunk_size: cut the
+        # document again, smaller by that much (once or twice: the names of a document are known after one cut).
+        while over > 0 and budget > floor:
+            budget = max(floor, budget - over)
+            again = self._chunker_at(budget).chunk_tree(tree.root.text, language=tree.root.language, path=path)
+            nodes, over = self._nodes_of_tree(self._overlapped(again, budget), node, metadata, source)
+        if nodes and (over > 0 or crowded):
+            intake.crowded.append(path or f"document {index}")
+        return nodes
+
+    def _overlapped(self, tree: SpanTree, budget: int) -> SpanTree:
+        """``tree`` with ``chunk_overlap`` tokens of overlap on its split prose (see the class docstring)."""
+        if not self.chunk_overlap:
+            return tree
+        return add_overlap(tree, self.chunk_overlap / budget, budget, self.resolved_tokenizer)
+
+    def _metadata_tokens(self, node: BaseNode, metadata: Mapping[str, Any], source: RelatedNodeInfo,
+                         path: Optional[str], language: str, text: str) -> int:
+        """What the metadata lines of a leaf of this document take in its bigger view, estimated before the
+        document is cut (on the document's last line, with a symbol of typical length)."""
+        last = text.count("\n") + 1
+        probe = Span(id="probe", path=path, language=language, kind="function", name=_TYPICAL_SYMBOL, text="",
+                     start_byte=0, end_byte=0, start_char=0, end_char=0, start_line=last, end_line=last,
+                     parent_id=None, token_count=0, metadata={})
+        return self._view_tokens(self._text_node(probe, node, metadata, source, None, False, "probe")) + 1
+
+    def _nodes_of_tree(self, tree: SpanTree, node: BaseNode, metadata: Mapping[str, Any], source: RelatedNodeInfo
+                       ) -> tuple[List[BaseNode], int]:
+        """The nodes of one chunked input, and by how many tokens its biggest leaf view is over ``chunk_size``
+        (``<= 0``: every leaf fits)."""
         out: Dict[str, TextNode] = {}
         leaves: List[TextNode] = []
+        over = -self.chunk_size
         for doc in document_trees(tree):  # a notebook: one document per cell
             doc_leaves = [s for s in doc.leaves if s.text.strip()]
             if not doc_leaves:
@@ -390,8 +489,12 @@ class CodeNodeParser(NodeParser):
             leaf_ids = {s.id for s in doc_leaves}
             in_document = doc is tree  # a cell's text is not a slice of the notebook's text
             for span in emitted:
-                out[span.id] = self._text_node(len(out), span, span.id in leaf_ids, node, metadata, source,
-                                               self._parent_node_id(doc, span, source, out), in_document)
+                parent_id = self._parent_node_id(doc, span, source, out)
+                text_node = self._text_node(span, node, metadata, source, parent_id, in_document,
+                                            self._node_id_of(len(out), span, node, source))
+                if span.id in leaf_ids:
+                    over = max(over, self._fit(text_node, span))
+                out[span.id] = text_node
             if self.include_parents:
                 for span in emitted:
                     kids = [out[c.id] for c in doc.children(span) if c.id in out]
@@ -406,7 +509,49 @@ class CodeNodeParser(NodeParser):
             for prev, nxt in zip(leaves, leaves[1:]):
                 nxt.relationships[NodeRelationship.PREVIOUS] = prev.as_related_node_info()
                 prev.relationships[NodeRelationship.NEXT] = nxt.as_related_node_info()
-        return list(out.values())
+        return list(out.values()), over
+
+    def _view_tokens(self, text_node: TextNode) -> int:
+        """Tokens of the bigger of a node's two views (what an embedding model and an LLM are shown); without
+        ``include_metadata``, of its text and what is added to it (context header, overlap)."""
+        if not self.include_metadata:
+            added = "".join(text_node.metadata.get(key, "") for key in ("context_header", "overlap"))
+            return self.resolved_tokenizer.count(added + text_node.text)
+        return max(self.resolved_tokenizer.count(text_node.get_content(metadata_mode=mode)) for mode in _VIEWS)
+
+    def _fit(self, text_node: TextNode, span: Span) -> int:
+        """Give a leaf node its context header and its overlap, as much of each as keeps both views within
+        ``chunk_size`` (the overlap gives way first, then the header's lines from the last one up); return by how
+        many tokens the views are over ``chunk_size`` without them (``<= 0``: they fit)."""
+        over = self._view_tokens(text_node) - self.chunk_size
+        if over > 0:
+            return over
+        if self.context_header:
+            lines = context_header(span).splitlines(keepends=True)
+            while lines and not self._fits_with(text_node, "context_header", "".join(lines)):
+                lines.pop()
+        overlap = span.metadata.get("overlap") if self.chunk_overlap else None
+        if overlap:
+            # The longest word-aligned tail that fits: bisect over word starts (a later start is a shorter tail).
+            starts = [0, *(m.end() for m in _WORD_START.finditer(overlap))]
+            lo, hi = -1, len(starts)  # starts[hi:] fit; starts[:lo + 1] do not
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self._fits_with(text_node, "overlap", overlap[starts[mid] :]):
+                    hi = mid
+                else:
+                    lo = mid
+            if hi < len(starts):
+                self._fits_with(text_node, "overlap", overlap[starts[hi] :])
+        return over
+
+    def _fits_with(self, text_node: TextNode, key: str, value: str) -> bool:
+        """Set ``metadata[key] = value`` if both views still fit ``chunk_size`` (else leave it unset)."""
+        text_node.metadata[key] = framework_metadata({key: value})[key]
+        if self._view_tokens(text_node) <= self.chunk_size:
+            return True
+        del text_node.metadata[key]
+        return False
 
     def _parent_node_id(self, tree: SpanTree, span: Span, source: RelatedNodeInfo,
                         out: Mapping[str, TextNode]) -> Optional[str]:
@@ -427,17 +572,22 @@ class CodeNodeParser(NodeParser):
         keep = {s.id for s in leaves}
         return [s for s in tree.spans if s.id in keep or not tree.is_leaf(s)]
 
+    def _node_id_of(self, i: int, span: Span, node: BaseNode, source: RelatedNodeInfo) -> str:
+        if self.id_func is default_id_func:
+            return _node_id(source.node_id, span)
+        return self.id_func(i, node)
+
     def _text_node(
         self,
-        i: int,
         span: Span,
-        is_leaf: bool,
         node: BaseNode,
         metadata: Mapping[str, Any],
         source: RelatedNodeInfo,
         parent_node_id: Optional[str],
         in_document: bool,
+        node_id: str,
     ) -> TextNode:
+        """The node of ``span``, without its context header and overlap (see :meth:`_fit`)."""
         span_meta = span.to_metadata()
         # Always present, "" for none: vector stores (Chroma) reject None values.
         span_meta.setdefault("symbol", "")
@@ -448,17 +598,9 @@ class CodeNodeParser(NodeParser):
         for key in ("cell_index", "cell_type"):
             if key in span.metadata:
                 span_meta[key] = span.metadata[key]
-        if self.context_header and is_leaf:
-            header = fit_header(context_header(span), span.token_count, self.chunk_size, self.resolved_tokenizer)
-            if header:
-                span_meta["context_header"] = header
         if "source" in metadata:
             span_meta.pop("source", None)
         meta = {**metadata, **span_meta} if self.include_metadata else span_meta
-        if self.id_func is default_id_func:
-            node_id = _node_id(source.node_id, span)
-        else:
-            node_id = self.id_func(i, node)
         empty = [key for key in ("symbol",) if not span_meta.get(key)]  # no "symbol: " line for unnamed code
         excluded_embed = list(dict.fromkeys([*node.excluded_embed_metadata_keys, *_EMBED_EXCLUDED, *empty]))
         excluded_llm = list(dict.fromkeys([*node.excluded_llm_metadata_keys, *_LLM_EXCLUDED, *empty]))

@@ -54,6 +54,10 @@ class LlamaIndexEmbedding:
 
 
 def _as_core_embedding(embed_model: Any) -> Any:
+    from .embedding import LocalEmbedding
+
+    if isinstance(embed_model, LocalEmbedding):
+        return embed_model.model  # the model itself: its index records the name the CLI records for it
     if embed_model is None or (hasattr(embed_model, "embed_documents") and hasattr(embed_model, "embed_query")):
         return embed_model
     if hasattr(embed_model, "get_text_embedding_batch") and hasattr(embed_model, "get_query_embedding"):
@@ -68,9 +72,10 @@ def _as_core_embedding(embed_model: Any) -> Any:
 class CodeParentRetriever(BaseRetriever):
     """Search code by BM25 (and embeddings, if given) and return each hit with its parent context.
 
-    ``retrieve(query)`` returns up to ``k`` ``NodeWithScore``s, best first, one per hit; ``score`` is the fused
-    (RRF) score. Each node's text is the hit, verbatim, plus the context that makes it readable alone, as far as
-    the budget allows: the header lines of the class/function it sits in, the imports and module-level names it
+    ``retrieve(query)`` returns one ``NodeWithScore`` per hit, best first: the ``k`` best hits, or without ``k`` (the
+    default) as many as fit ``max_context_tokens``, as the core :class:`~llmc_splitters.retrieval.CodeRetriever`
+    fills it (README, "What a reply holds"); ``score`` is the fused (RRF) score. Each node's text is the hit,
+    verbatim, plus the context that makes it readable alone, as far as the budget allows: the header lines of the class/function it sits in, the imports and module-level names it
     uses, and its enclosing scope whole (or the class skeleton when the scope is too big), each slice preceded by a
     ``# path:start-end`` marker line. The texts of all returned nodes add up to at most ``max_context_tokens``
     tokens: a later hit is always reserved room for its own text before an earlier one gets context, context already
@@ -87,7 +92,9 @@ class CodeParentRetriever(BaseRetriever):
     in-memory collection. ``embed_model=None`` is lexical-only (BM25, no model); any LlamaIndex embed model makes
     search hybrid. ``k`` (alias ``similarity_top_k``, LlamaIndex's name) and ``max_context_tokens`` are plain
     attributes. An argument this retriever does not take raises :class:`~llmc_splitters.ConfigurationError` naming
-    the nearest one (``top_k`` -> ``k``), not a bare ``TypeError``.
+    the nearest one (``top_k`` -> ``k``), not a bare ``TypeError``. Given a
+    :class:`~llmc_splitters.llama_index.LocalEmbedding`, it embeds with the model underneath, so the index records
+    the model's own name (``minilm-onnx-int8-128:model`` for ``"minilm"``), as ``llmc-splitters index`` does.
 
     Paths are stored and cited relative to ``root``: by default, the common directory of the documents when their
     paths are absolute (``SimpleDirectoryReader`` gives absolute paths), and ``directory`` itself for
@@ -104,7 +111,8 @@ class CodeParentRetriever(BaseRetriever):
         exclude: Gitignore-style patterns to skip in ``directory``.
         root: Store paths relative to this directory; ``None`` (default): the documents' common directory when
             their paths are absolute, ``directory`` for ``directory=``; ``False``: paths as given.
-        embed_model: A LlamaIndex embed model (hybrid search) or ``None`` (BM25 only); ``embedding=`` is an alias.
+        embed_model: A LlamaIndex embed model (hybrid search; ``LocalEmbedding()`` for the package's own) or
+            ``None`` (BM25 only); ``embedding=`` is an alias.
         path: Directory of an embedded (persistent) Chroma store.
         host: Chroma server host.
         port: Chroma server port.
@@ -114,7 +122,8 @@ class CodeParentRetriever(BaseRetriever):
         code_retriever: A ready :class:`~llmc_splitters.retrieval.CodeRetriever` (then no store/embedding args).
         max_tokens: Leaf span size used when indexing.
         tokenizer: Token counter for leaves and for ``max_context_tokens`` (default cl100k).
-        k: Number of nodes to return (``similarity_top_k`` is an alias).
+        k: Number of nodes to return (``similarity_top_k`` is an alias); ``None`` (default): as many as fit
+            ``max_context_tokens``.
         max_context_tokens: Token budget of all returned node texts together.
         expand_context: Add parent context (``False``: the hits only).
         multi_stage: Search file/class summaries first, then the leaves inside the best ones.
@@ -192,13 +201,14 @@ class CodeParentRetriever(BaseRetriever):
             index_directory(code_retriever, directory, include=include, exclude=exclude, root=root)
 
     @property
-    def similarity_top_k(self) -> int:
-        """LlamaIndex's name for :attr:`k`."""
+    def similarity_top_k(self) -> Optional[int]:
+        """LlamaIndex's name for :attr:`k` (``None``: fill the budget)."""
         return self.k
 
     @similarity_top_k.setter
-    def similarity_top_k(self, value: int) -> None:
-        check_positive("similarity_top_k", value)
+    def similarity_top_k(self, value: Optional[int]) -> None:
+        if value is not None:
+            check_positive("similarity_top_k", value)
         self.k = value
 
     # ------------------------------------------------------------------ constructors
@@ -211,8 +221,8 @@ class CodeParentRetriever(BaseRetriever):
         max_context_tokens: int = 2048,
         **kwargs: Any,
     ) -> CodeParentRetriever:
-        """Index whole-file ``documents`` (reader output) and return a retriever over them (``k`` defaults to 4); any
-        constructor argument (``root=``, ``path=``, ``similarity_top_k=``, ...) can be given too."""
+        """Index whole-file ``documents`` (reader output) and return a retriever over them; any constructor
+        argument (``root=``, ``path=``, ``similarity_top_k=``, ...) can be given too."""
         return cls(documents=documents, embed_model=embed_model, k=k, max_context_tokens=max_context_tokens, **kwargs)
 
     @classmethod
@@ -230,7 +240,8 @@ class CodeParentRetriever(BaseRetriever):
 
     # ------------------------------------------------------------------ retrieval
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        check_positive("k", self.k)
+        if self.k is not None:  # None: fill the budget
+            check_positive("k", self.k)
         check_positive("max_context_tokens", self.max_context_tokens)
         found, packed = self.code_retriever.retrieve_per_hit(
             query_bundle.query_str, self.k, self.max_context_tokens, expand_context=self.expand_context,

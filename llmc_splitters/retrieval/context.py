@@ -11,12 +11,14 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ..chunking.notebook import split_cell_path
 from ..chunking.span import Span
 from ..errors import ConfigurationError
 from .expand import HitContext, Part, Scope, Snippet, Zoom
 from .spanstore import SpanStore
 
-__all__ = ["ancestors", "binding_lines", "get_lines", "get_symbol", "hit_context", "snippet", "zoom_for"]
+__all__ = ["ancestors", "binding_lines", "get_lines", "get_symbol", "hit_context", "notebook_neighbours", "snippet",
+           "zoom_for"]
 
 
 def snippet(span: Span) -> Snippet:
@@ -70,7 +72,36 @@ def hit_context(store: SpanStore, span: Span, score: float = 0.0, zoom: Zoom | N
     names = set(span.metadata.get("used_names") or ())
     imports = binding_lines(span.path, store.bindings(span.path), used, names) if used and span.path else []
     inner = [s for s in span.metadata.get("symbols") or () if s.get("name") != span.name]
-    return HitContext(hit, score, tuple(scopes), tuple(imports), zoom=zoom, container=len(inner) >= 2)
+    return HitContext(hit, score, tuple(scopes), tuple(imports), zoom=zoom, container=len(inner) >= 2,
+                      neighbours=notebook_neighbours(store, span))
+
+
+def notebook_neighbours(store: SpanStore, span: Span) -> tuple[Snippet, ...]:
+    """The cells next to a notebook hit that belong with it, as a method's class belongs with the method: for a
+    code cell, the markdown cell right above it (the text that explains it); for a markdown cell (or its last
+    part), the code cell right after it (the code it introduces: "here is the equivalent using pivot_table").
+    Of a neighbour split into several spans, the part next to the hit. Empty cells are skipped; anything else
+    (a raw cell, two code cells in a row, a span that is not a cell's) has none."""
+    kind = span.metadata.get("cell_type")
+    if kind not in ("code", "markdown") or span.path is None or split_cell_path(span.path) is None:
+        return ()
+    file = store.file_of(span.path)
+    numbered = {c: at[1] for c in (store.documents(file) if file is not None else ()) if (at := split_cell_path(c))}
+    cells = sorted(numbered, key=numbered.__getitem__)
+    if span.path not in cells:
+        return ()
+    i = cells.index(span.path)
+    if kind == "code":
+        above = [s for s in store.spans(cells[i - 1]) if s.text.strip()] if i > 0 else []
+        if above and above[-1].metadata.get("cell_type") == "markdown":
+            return (snippet(above[-1]),)
+        return ()
+    if i + 1 == len(cells) or any(s.text.strip() and s.start_byte >= span.end_byte for s in store.spans(span.path)):
+        return ()  # a part of a markdown cell that does not end it introduces nothing below the cell
+    below = [s for s in store.spans(cells[i + 1]) if s.text.strip()]
+    if below and below[0].metadata.get("cell_type") == "code":
+        return (snippet(below[0]),)
+    return ()
 
 
 def binding_lines(path: str | None, bindings: Sequence[dict[str, Any]], used: Iterable[int],

@@ -16,15 +16,17 @@ The budget is spent in this order, every step in rank order over the hits:
    lines when they fit, else alone.
 2. **Header chain and bindings.** The header lines of each enclosing scope (``class Client(Base):``, and for a part
    the headers between it and the hit, such as ``def send(...)``), innermost first, then the import and
-   module-level binding lines the core uses, in file order.
+   module-level binding lines the core uses, in file order, then, for a notebook cell, its neighbouring cells (the
+   markdown cell that explains a code cell, the code cell a markdown cell introduces). In fill mode a hit that
+   cannot have them all is taken without its neighbouring cells, else alone.
 3. **Skeletons.** The skeleton of the innermost enclosing class (signatures only, bodies elided).
 4. **Whole scopes.** A zoomed hit whole, then the enclosing scopes whole while they fit (a scope present verbatim
    makes its skeleton redundant: the skeleton is dropped from the render, and its cost with it).
 
 A candidate that would push the *rendered* context over ``max_context_tokens`` is skipped. Literal pieces of one file
 (hits, scopes, headers, bindings) are merged (nested or overlapping ranges deduplicated, touching ones joined) and
-rendered file by file (files in order of their best hit), in file order within a file, each preceded by a
-``# path:start-end`` marker (1-based, inclusive lines). A skeleton is marked ``# path:start-end (skeleton)``; its text
+rendered file by file (files in order of their best hit; the cells of a notebook shown for one hit in notebook order),
+in file order within a file, each preceded by a ``# path:start-end`` marker (1-based, inclusive lines). A skeleton is marked ``# path:start-end (skeleton)``; its text
 is not a verbatim slice, and its lines that are already in the context verbatim (a header, a method shown whole)
 are left out of it: no line appears twice. The result is never over budget.
 
@@ -40,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..chunking.notebook import split_cell_path
 from ..errors import ConfigurationError
 
 __all__ = ["DEFAULT_MARKER", "Snippet", "Scope", "Part", "HitContext", "Piece", "Expansion", "expand",
@@ -49,7 +52,7 @@ DEFAULT_MARKER = "# {path}:{start}-{end}"
 
 # Only the best hits are zoomed into when they do not fit: a lower-ranked hit that does not fit is dropped (a zoom
 # re-chunks the hit and ranks its parts).
-_ZOOM_RANKS = 3
+ZOOM_RANKS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +129,8 @@ class HitContext:
         zoom: Its parts, for when the whole hit does not fit (``None``: it cannot be zoomed into).
         container: The hit holds several definitions (a class that fit one leaf): its best-matching part is its
             core even when the whole hit fits, and the whole hit comes after the part's context, as its scope.
+        neighbours: For a notebook cell, the neighbouring cells that belong with it, as a class belongs with its
+            method (see :func:`~llmc_splitters.retrieval.context.notebook_neighbours`); each path is its cell's.
     """
 
     hit: Snippet
@@ -134,6 +139,7 @@ class HitContext:
     imports: tuple[Snippet, ...] = ()
     zoom: Zoom | None = field(default=None, compare=False)
     container: bool = False
+    neighbours: tuple[Snippet, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +151,8 @@ class Piece:
         start_line: 1-based first line.
         end_line: 1-based last line (inclusive).
         text: Its text (verbatim, except for ``skeleton`` pieces).
-        kind: ``hit`` if it contains a hit, else ``scope``, ``header``, ``import``, ``skeleton``.
+        kind: ``hit`` if it contains a hit, else ``scope``, ``header``, ``import``, ``cell`` (a neighbouring notebook
+            cell), ``skeleton``.
         kinds: Kinds of everything merged into it, in order of selection.
         span_ids: Ids of the spans merged into it.
         score: Best score of the hits it contains or serves.
@@ -310,8 +317,10 @@ def _render(cands: list[_Cand], marker: str) -> tuple[list[Piece], str]:
     by_file: dict[str | None, list[_Cand]] = {}
     for c in sorted(cands, key=lambda c: c.rank):
         by_file.setdefault(c.path, []).append(c)
+    # Files in the order of their best rank (insertion order); the cells one hit brought, in notebook order.
+    groups = sorted(by_file.items(), key=lambda g: (g[1][0].rank, (split_cell_path(g[0]) or ("", 0))[1]))
     pieces: list[Piece] = []
-    for group in by_file.values():  # insertion order = order of each file's best rank
+    for _, group in groups:
         pieces.extend(_merge(group))
     parts = []
     for p in pieces:
@@ -383,6 +392,7 @@ def expand(
     include_scopes: bool = True,
     include_imports: bool = True,
     fill: bool = False,
+    essentials_only: bool = False,
 ) -> Expansion:
     """Expand ranked hits into pieces and a rendered context of at most ``max_context_tokens`` tokens.
 
@@ -396,6 +406,8 @@ def expand(
         include_imports: Add the binding lines each core uses.
         fill: Take a hit only with its header chain and bindings, and go on down the list while hits fit (for a
             list longer than what fits: the retriever's "no ``k``" mode).
+        essentials_only: Stop after steps 1 and 2 (cores, header chains, bindings): no skeletons, no whole scopes.
+            What a hit needs at least; the framework faces size each hit with it before giving out what is left.
 
     Returns:
         The :class:`Expansion`.
@@ -422,8 +434,9 @@ def expand(
         dropped.append((c.rank, c.kind))
         return False
 
-    def essentials(rank: int, h: HitContext, part: Part | None) -> list[_Cand]:
-        """The header chain (innermost first) and the binding lines of a core, not yet in the context."""
+    def essentials(rank: int, h: HitContext, part: Part | None, cells: bool = True) -> list[_Cand]:
+        """The header chain (innermost first), the binding lines and (``cells``) the neighbouring notebook cells of
+        a core, not yet in the context."""
         out: list[_Cand] = []
         if include_scopes:
             heads = [*(part.headers if part is not None else ()), *(sc.header for sc in h.scopes if sc.header)]
@@ -431,6 +444,8 @@ def expand(
         if include_imports:
             imps = part.imports if part is not None else h.imports
             out += [_Cand(rank, h.score, "import", s) for s in sorted(imps, key=lambda s: s.start_byte)]
+        if include_scopes and cells:
+            out += [_Cand(rank, h.score, "cell", s) for s in h.neighbours]
         seen: list[_Cand] = [*chosen]
         unique = []
         for c in out:
@@ -439,23 +454,33 @@ def expand(
                 seen.append(c)
         return unique
 
+    def units(rank: int, h: HitContext, c: _Cand, part: Part | None) -> list[list[_Cand]]:
+        """What a core may be taken with, best first: in fill mode its essentials, then the same without the
+        neighbouring cells (when it has some), then nothing."""
+        if not fill:
+            return [[c]]
+        out = [[c, *essentials(rank, h, part)]]
+        if h.neighbours and include_scopes:
+            out.append([c, *essentials(rank, h, part, cells=False)])
+        return [*out, [c]]
+
     def core(rank: int, h: HitContext) -> tuple[list[_Cand], Part | None] | None:
         """The hit whole, else its best part that fits (with its essentials in fill mode), else ``None``."""
         whole = _Cand(rank, h.score, "hit", h.hit)
-        zoomed = h.zoom is not None and rank < _ZOOM_RANKS and (h.container or not kept)
+        zoomed = h.zoom is not None and rank < ZOOM_RANKS and (h.container or not kept)
         if not (zoomed and h.container):
-            for unit in ([whole, *essentials(rank, h, None)], [whole]) if fill else ([whole],):
+            for unit in units(rank, h, whole, None):
                 if fits(*unit):
                     return unit, None
         if zoomed:
             room = max_context_tokens - (count(_render(chosen, marker)[1]) if chosen else 0)
             for part in h.zoom(max(room, 1)):  # type: ignore[misc]
                 pc = _Cand(rank, h.score, "hit", part.snippet)
-                for unit in ([pc, *essentials(rank, h, part)], [pc]) if fill else ([pc],):
+                for unit in units(rank, h, pc, part):
                     if fits(*unit):
                         return unit, part
             if h.container:
-                for unit in ([whole, *essentials(rank, h, None)], [whole]) if fill else ([whole],):
+                for unit in units(rank, h, whole, None):
                     if fits(*unit):
                         return unit, None  # no part fits better than the whole
         return None
@@ -484,7 +509,7 @@ def expand(
         for rank, part in kept.items():
             for c in essentials(rank, hits[rank], part):
                 consider(c)
-    if include_scopes:
+    if include_scopes and not essentials_only:
         # 3. The skeleton of the innermost class around each core.
         for rank, part in kept.items():
             h = hits[rank]

@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import ConfigurationError, checked_arguments
 from ..chunking.tokens import resolve_tokenizer
 from .embeddings import Embedding
-from .expand import DEFAULT_MARKER, Expansion, HitContext, Piece, Snippet, expand, render_marker
+from .expand import DEFAULT_MARKER, ZOOM_RANKS, Expansion, HitContext, Piece, Snippet, expand, render_marker
 from .filters import SearchFilter
 from .index import DEFAULT_INCLUDE, CodeIndex, FileSummaryInput, Hit, IndexReport, SearchResult
 from .store import ChromaStore
@@ -23,6 +23,16 @@ __all__ = ["CodeRetriever", "Result"]
 # Without k, the budget is filled from this many ranked hits; a search without k returns this many.
 _FILL_CANDIDATES = 50
 _SEARCH_K = 10
+
+
+class _RetrieverK:
+    def __repr__(self) -> str:
+        return "RETRIEVER_K"
+
+
+RETRIEVER_K: Any = _RetrieverK()
+"""The default ``k`` of :meth:`CodeRetriever.retrieve` and :meth:`CodeRetriever.retrieve_per_hit`: the retriever's
+own ``k``. An explicit ``k=None`` fills the budget whatever the retriever's ``k``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +204,7 @@ class CodeRetriever:
     def retrieve(
         self,
         query: str,
-        k: int | None = None,
+        k: int | None | _RetrieverK = RETRIEVER_K,
         max_context_tokens: int | None = None,
         *,
         multi_stage: bool | None = None,
@@ -214,7 +224,7 @@ class CodeRetriever:
 
         Args:
             query: The question, identifiers or code.
-            k: Number of hits (default: the retriever's ``k``; ``None``: fill the budget).
+            k: Number of hits (default: the retriever's ``k``; ``None``: fill the budget, whatever the retriever's).
             max_context_tokens: Budget (default: the retriever's), counted with its tokenizer on the rendered
                 context, markers included.
             multi_stage: Override the search mode.
@@ -231,7 +241,7 @@ class CodeRetriever:
         if budget <= 0:
             msg = f"max_context_tokens must be > 0, got {budget}"
             raise ConfigurationError(msg)
-        k = self.k if k is None else k
+        k = self.k if k is RETRIEVER_K else k
         fill = k is None
         with self.index.snapshot():  # the hits and their context from one version of each file
             found = self.search(query, _FILL_CANDIDATES if fill else k, multi_stage=multi_stage, path=path,
@@ -247,7 +257,7 @@ class CodeRetriever:
     def retrieve_per_hit(
         self,
         query: str,
-        k: int | None = None,
+        k: int | None | _RetrieverK = RETRIEVER_K,
         max_context_tokens: int | None = None,
         *,
         expand_context: bool = True,
@@ -256,10 +266,13 @@ class CodeRetriever:
     ) -> tuple[SearchResult, list[tuple[Hit, Expansion]]]:
         """Search, then give each hit its own expansion, all of them together within ``max_context_tokens``.
 
-        What the framework faces return: one document per hit. Hits are served in rank order. Before hit ``i``
-        gets context, the hits after it are reserved room for their own text (at most an equal share of the
-        budget each), so ``k`` hits come back whenever ``k`` bare hits fit. Imports, headers and skeletons already
-        shown for an earlier hit are not repeated.
+        What the framework faces return: one document per hit, in rank order; imports, headers and skeletons
+        already shown for an earlier hit are not repeated. With ``k``, the ``k`` best hits: before hit ``i`` gets
+        context, the hits after it are reserved room for their own text (at most an equal share of the budget
+        each), so ``k`` hits come back whenever ``k`` bare hits fit. Without ``k`` (``k=None``, or the default when
+        the retriever has no ``k``) the budget is filled as :meth:`retrieve` fills it: hits in rank order, each
+        with its header chain and bindings (or alone) while they fit, then, hit by hit, their skeletons and whole
+        scopes in what is left.
 
         Returns:
             The search result and, per hit that got room, ``(hit, expansion)``.
@@ -268,11 +281,59 @@ class CodeRetriever:
         if budget <= 0:
             msg = f"max_context_tokens must be > 0, got {budget}"
             raise ConfigurationError(msg)
+        k = self.k if k is RETRIEVER_K else k
         with self.index.snapshot():  # the hits and their context from one version of each file
+            if k is None:
+                return self._fill_per_hit(query, budget, expand_context=expand_context, multi_stage=multi_stage,
+                                          filters=filters)
             return self._per_hit(query, k, budget, expand_context=expand_context, multi_stage=multi_stage,
                                  filters=filters)
 
-    def _per_hit(self, query: str, k: int | None, budget: int, *, expand_context: bool, multi_stage: bool | None,
+    def _fill_per_hit(self, query: str, budget: int, *, expand_context: bool, multi_stage: bool | None,
+                      filters: SearchFilter | Mapping[str, Any] | None
+                      ) -> tuple[SearchResult, list[tuple[Hit, Expansion]]]:
+        found = self.search(query, _FILL_CANDIDATES, multi_stage=multi_stage, filters=filters)
+
+        def grow(ctx: HitContext, room: int, essentials_only: bool) -> Expansion:
+            return expand([ctx], room, self.tokenizer.count, cut=self.tokenizer.cut, marker=self.marker,
+                          include_scopes=expand_context, include_imports=expand_context, fill=True,
+                          essentials_only=essentials_only)
+
+        # 1. Which hits get in: best first, each with its header chain and bindings (or alone) in what is left.
+        #    As in retrieve's fill, only the best hits are zoomed into and only the best one may be cut.
+        taken: list[tuple[Hit, HitContext, Expansion]] = []
+        shown: list[tuple[str | None, int, int]] = []
+        skeletons: set[tuple[str | None, int, int]] = set()
+        used = 0
+        for i, hit in enumerate(found.hits):
+            if used >= budget:
+                break
+            if _inside(hit.span.path, hit.span.start_line, hit.span.end_line, shown):
+                continue  # shown whole already, as another hit's context (a notebook cell next to it)
+            ctx = self.index.hit_context(hit.span, hit.score, query)
+            if i >= ZOOM_RANKS:
+                ctx = replace(ctx, zoom=None)
+            exp = grow(_unseen(ctx, shown, skeletons), budget - used, True)
+            if not exp.pieces or (i > 0 and any(p.truncated for p in exp.pieces)):
+                continue
+            used += exp.token_count
+            _note_shown(exp, shown, skeletons)
+            taken.append((hit, ctx, exp))
+        # 2. What is left, hit by hit in rank order: skeletons and whole scopes. Each hit keeps at least the room it
+        #    had in step 1, so the total stays within the budget.
+        spare = budget - used
+        shown, skeletons = [], set()
+        out: list[tuple[Hit, Expansion]] = []
+        for hit, ctx, first in taken:
+            exp = grow(_unseen(ctx, shown, skeletons), first.token_count + spare, False)
+            if not exp.pieces:
+                exp = first
+            spare -= exp.token_count - first.token_count
+            _note_shown(exp, shown, skeletons)
+            out.append((hit, exp))
+        return found, out
+
+    def _per_hit(self, query: str, k: int, budget: int, *, expand_context: bool, multi_stage: bool | None,
                  filters: SearchFilter | Mapping[str, Any] | None) -> tuple[SearchResult, list[tuple[Hit, Expansion]]]:
         found = self.search(query, k, multi_stage=multi_stage, filters=filters)
         hits = list(found.hits)
@@ -298,13 +359,18 @@ class CodeRetriever:
             if not exp.pieces:
                 continue
             used += exp.token_count
-            for p in exp.pieces:
-                if p.kind == "skeleton":
-                    skeletons.add((p.path, p.start_line, p.end_line))
-                else:
-                    shown.append((p.path, p.start_line, p.end_line))
+            _note_shown(exp, shown, skeletons)
             out.append((hit, exp))
         return found, out
+
+
+def _note_shown(exp: Expansion, shown: list[tuple[str | None, int, int]], skeletons: set[Any]) -> None:
+    """Record what ``exp`` shows, so that a later hit's expansion leaves it out (see :func:`_unseen`)."""
+    for p in exp.pieces:
+        if p.kind == "skeleton":
+            skeletons.add((p.path, p.start_line, p.end_line))
+        else:
+            shown.append((p.path, p.start_line, p.end_line))
 
 
 def _inside(path: str | None, start: int, end: int, shown: list[tuple[str | None, int, int]]) -> bool:
@@ -312,8 +378,9 @@ def _inside(path: str | None, start: int, end: int, shown: list[tuple[str | None
 
 
 def _unseen(ctx: HitContext, shown: list[tuple[str | None, int, int]], skeletons: set[Any]) -> HitContext:
-    """``ctx`` without the imports, headers and skeletons an earlier hit already shows."""
+    """``ctx`` without the imports, headers, neighbouring cells and skeletons an earlier hit already shows."""
     imports = tuple(s for s in ctx.imports if not _inside(s.path, s.start_line, s.end_line, shown))
+    cells = tuple(s for s in ctx.neighbours if not _inside(s.path, s.start_line, s.end_line, shown))
     scopes = []
     for sc in ctx.scopes:
         snip = sc.snippet
@@ -322,4 +389,4 @@ def _unseen(ctx: HitContext, shown: list[tuple[str | None, int, int]], skeletons
         if sc.skeleton and (snip.path, snip.start_line, snip.end_line) in skeletons:
             sc = replace(sc, skeleton=None)
         scopes.append(sc)
-    return replace(ctx, imports=imports, scopes=tuple(scopes))
+    return replace(ctx, imports=imports, scopes=tuple(scopes), neighbours=cells)
