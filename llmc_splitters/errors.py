@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -61,6 +62,31 @@ class InputWarning(LlmcWarning):
     """An input was skipped (binary, malformed) or treated in a way the caller may not expect (no path, so the
     language was guessed; pieces of one file given as separate documents). The message names the input and the
     remedy."""
+
+
+class FilterWarning(LlmcWarning):
+    """A search filter (``path=``, ``language=``, ``kind=``) matches nothing in the index, so the search returned
+    nothing whatever the words: the message says what the stored paths (or languages, kinds) look like."""
+
+
+class IndexWarning(LlmcWarning):
+    """An index was opened in a way the caller may not expect (a hybrid index searched lexically because
+    ``embedding=None`` was passed); the message says what to pass instead."""
+
+
+_FRAMEWORKS = ("llmc_splitters", "langchain", "langchain_core", "langchain_text_splitters", "llama_index",
+               "llama_index_instrumentation")
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` (seen from the caller of this function) of the first frame outside this package and the
+    frameworks: a warning then points at the user's line, however deep our calls and the framework's wrappers go."""
+    frame = sys._getframe(2)
+    level = 2
+    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in _FRAMEWORKS:
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 # ------------------------------------------------------------------------------------------ argument checking
