@@ -109,6 +109,10 @@ _CONVENTIONAL = {
     "token_limit": ("max_tokens", "chunk_size"),
     "chunk_overlap": ("overlap",),
     "lang": ("language",),
+    # get_lines(start, end) as an agent reads a hit (start_line/end_line) or writes Python (range's stop).
+    "start_line": ("start",),
+    "end_line": ("end",),
+    "stop": ("end",),
 }
 
 

@@ -98,7 +98,15 @@ def test_filters_by_path_and_language(served):
     assert {h["path"] for h in reply.data["hits"]} == {"json/encoder.py"}
     reply = service.search_code("heap", language="Python", k=2)
     assert [h["language"] for h in reply.data["hits"]] == ["python", "python"]
-    assert service.search_code("heap", language="markdown").data["hits"] == []
+    # A filter that matches no indexed file is a bad argument, said as such (not "the words matched nothing").
+    with pytest.raises(RequestError, match=r"no indexed file is in the language 'markdown' \(the index holds python\)"):
+        service.search_code("heap", language="markdown")
+    with pytest.raises(RequestError, match=r"no indexed path starts with 'src/json/'; paths are stored relative to the "
+                                           r"indexed root, like 'json/.*' \(try path='json/'\)"):
+        service.search_code("decode", path="src/json")
+    reply = service.search_code("zebra giraffe", path="json/")
+    assert reply.data["hits"] == [] and reply.text.startswith("no hits: nothing in the index matches these words")
+    assert "indexed files match the filters (path='json/')" in reply.text
 
 
 # ------------------------------------------------------------------------------------------------- slices
