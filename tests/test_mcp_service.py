@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 pytest.importorskip("tantivy")
 
 from llmc_splitters.chunking.tokens import resolve_tokenizer
-from llmc_splitters.errors import RequestError
+from llmc_splitters.errors import FilterWarning, RequestError
 from llmc_splitters.ingest.fresh import Refresher, TreeState
 from llmc_splitters.ingest.walk import WalkOptions
 from llmc_splitters.mcp import CodeService, ServiceSettings
@@ -99,7 +99,9 @@ def test_filters_by_path_and_language(served):
     reply = service.search_code("heap", language="Python", k=2)
     assert [h["language"] for h in reply.data["hits"]] == ["python", "python"]
     # A filter that matches no indexed file is a bad argument, said as such (not "the words matched nothing").
-    with pytest.raises(RequestError, match=r"no indexed file is in the language 'markdown' \(the index holds python\)"):
+    # In process the index warns as well (the server process ignores FilterWarning: its reply says it).
+    with pytest.raises(RequestError, match=r"no indexed file is in the language 'markdown' \(the index holds python\)"), \
+            pytest.warns(FilterWarning):
         service.search_code("heap", language="markdown")
     with pytest.raises(RequestError, match=r"no indexed path starts with 'src/json/'; paths are stored relative to the "
                                            r"indexed root, like 'json/.*' \(try path='json/'\)"):
