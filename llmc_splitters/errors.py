@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -63,6 +64,31 @@ class InputWarning(LlmcWarning):
     remedy."""
 
 
+class FilterWarning(LlmcWarning):
+    """A search filter (``path=``, ``language=``, ``kind=``) matches nothing in the index, so the search returned
+    nothing whatever the words: the message says what the stored paths (or languages, kinds) look like."""
+
+
+class IndexWarning(LlmcWarning):
+    """An index was opened in a way the caller may not expect (a hybrid index searched lexically because
+    ``embedding=None`` was passed); the message says what to pass instead."""
+
+
+_FRAMEWORKS = ("llmc_splitters", "langchain", "langchain_core", "langchain_text_splitters", "llama_index",
+               "llama_index_instrumentation")
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` (seen from the caller of this function) of the first frame outside this package and the
+    frameworks: a warning then points at the user's line, however deep our calls and the framework's wrappers go."""
+    frame = sys._getframe(2)
+    level = 2
+    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in _FRAMEWORKS:
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 # ------------------------------------------------------------------------------------------ argument checking
 # Names people reach for that mean one of ours (from other libraries' conventions); the nearest spelling by
 # edit distance catches the rest (``embeddings`` -> ``embedding``, ``max_context_token`` -> ``max_context_tokens``).
@@ -83,6 +109,10 @@ _CONVENTIONAL = {
     "token_limit": ("max_tokens", "chunk_size"),
     "chunk_overlap": ("overlap",),
     "lang": ("language",),
+    # get_lines(start, end) as an agent reads a hit (start_line/end_line) or writes Python (range's stop).
+    "start_line": ("start",),
+    "end_line": ("end",),
+    "stop": ("end",),
 }
 
 

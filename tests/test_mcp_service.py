@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 pytest.importorskip("tantivy")
 
 from llmc_splitters.chunking.tokens import resolve_tokenizer
-from llmc_splitters.errors import RequestError
+from llmc_splitters.errors import FilterWarning, RequestError
 from llmc_splitters.ingest.fresh import Refresher, TreeState
 from llmc_splitters.ingest.walk import WalkOptions
 from llmc_splitters.mcp import CodeService, ServiceSettings
@@ -98,7 +98,17 @@ def test_filters_by_path_and_language(served):
     assert {h["path"] for h in reply.data["hits"]} == {"json/encoder.py"}
     reply = service.search_code("heap", language="Python", k=2)
     assert [h["language"] for h in reply.data["hits"]] == ["python", "python"]
-    assert service.search_code("heap", language="markdown").data["hits"] == []
+    # A filter that matches no indexed file is a bad argument, said as such (not "the words matched nothing").
+    # In process the index warns as well (the server process ignores FilterWarning: its reply says it).
+    with pytest.raises(RequestError, match=r"no indexed file is in the language 'markdown' \(the index holds python\)"), \
+            pytest.warns(FilterWarning):
+        service.search_code("heap", language="markdown")
+    with pytest.raises(RequestError, match=r"no indexed path starts with 'src/json/'; paths are stored relative to the "
+                                           r"indexed root, like 'json/.*' \(try path='json/'\)"):
+        service.search_code("decode", path="src/json")
+    reply = service.search_code("zebra giraffe", path="json/")
+    assert reply.data["hits"] == [] and reply.text.startswith("no hits: nothing in the index matches these words")
+    assert "indexed files match the filters (path='json/')" in reply.text
 
 
 # ------------------------------------------------------------------------------------------------- slices

@@ -104,7 +104,7 @@ SPECS: dict[str, LanguageSpec] = {
     "bash": LanguageSpec(
         name="bash",
         grammar="bash",
-        extensions=(".sh", ".bash", ".zsh", ".ksh"),
+        extensions=(".sh", ".bash", ".zsh", ".ksh", ".bats"),
         query="bash",
         paragraph_groups=True,
         filenames=(".bashrc", ".bash_profile", ".profile", ".zshrc"),
@@ -193,8 +193,25 @@ _GENERIC_FILENAMES = {"Dockerfile": "dockerfile", "Makefile": "make", "makefile"
 _SHEBANGS = {
     "python": "python", "python3": "python", "python2": "python", "node": "javascript", "nodejs": "javascript",
     "deno": "typescript", "ts-node": "typescript", "bash": "bash", "sh": "bash", "zsh": "bash", "ksh": "bash",
-    "dash": "bash", "ruby": "ruby", "perl": "perl", "lua": "lua",
+    "dash": "bash", "bats": "bash", "ruby": "ruby", "perl": "perl", "lua": "lua",
 }
+
+INDEXED_PATTERNS: tuple[str, ...] = (
+    # Languages with their own query file.
+    "*.py", "*.pyi", "*.pyw", "*.js", "*.mjs", "*.cjs", "*.jsx", "*.ts", "*.mts", "*.cts", "*.tsx",
+    "*.sh", "*.bash", "*.zsh", "*.ksh", "*.bats",
+    # Other programming languages (generic, node-kind driven chunking).
+    "*.go", "*.rs", "*.java", "*.kt", "*.kts", "*.scala", "*.c", "*.h", "*.cc", "*.cpp", "*.cxx", "*.hpp", "*.hh",
+    "*.cs", "*.rb", "*.php", "*.swift", "*.lua", "*.r", "*.R", "*.jl", "*.ex", "*.exs", "*.erl", "*.hs", "*.ml",
+    "*.dart", "*.zig", "*.pl", "*.pm", "*.sql", "*.vue", "*.svelte", "*.proto", "*.elm", "*.clj", "*.groovy",
+    "*.tf", "*.nix", "*.ps1", "*.sol", "*.graphql",
+    # Documentation and notebooks.
+    "*.md", "*.markdown", "*.mdx", "*.rst", "*.html", "*.htm", "*.ipynb",
+)
+"""The file kinds indexed by default, by every door that walks a tree (``llmc-splitters index``, the MCP server,
+``CodeIndex.index_directory``, the retrievers' ``directory=``): the code and prose the chunker parses, as the
+README's table lists them (extensionless ``#!`` scripts are selected by their first line). Data formats (JSON,
+YAML, CSV, ...) and plain ``.txt`` are left out: they are parsed when asked for (``--include``)."""
 
 ALIASES = {"py": "python", "js": "javascript", "ts": "typescript", "sh": "bash", "shell": "bash", "md": "markdown",
            "jsx": "javascript", "node": "javascript", "plaintext": "text", "txt": "text", "c++": "cpp",

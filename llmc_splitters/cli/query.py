@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
+from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, FilterWarning
 from .common import DB_DIRNAME, CliError, ExitCode, add_store_args, open_index, positive, use_color
 
 __all__ = ["add_parser", "run"]
@@ -34,24 +36,36 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> ExitCode:
-    """Print the context the index gives for ``args.question``."""
+    """Print the context the index gives for ``args.question``; when nothing matches, one line that says why (the
+    words, or a filter that matches no indexed path), and exit 0."""
     from ..retrieval import CodeRetriever
 
     index, _db = open_index(args)
     embedding = index.embedding
     retriever = CodeRetriever(index=index, k=args.k, max_context_tokens=args.max_context_tokens)
+    filters = {k: v for k, v in (("path", args.filter_path), ("language", args.language), ("kind", args.kind)) if v}
     try:
-        result = retriever.retrieve(args.question, multi_stage=args.multi_stage, path=args.filter_path,
-                                    language=args.language, kind=args.kind)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FilterWarning)
+            result = retriever.retrieve(args.question, multi_stage=args.multi_stage, path=args.filter_path,
+                                        language=args.language, kind=args.kind)
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
+    unmatched = next((str(w.message) for w in caught if issubclass(w.category, FilterWarning)), None)
+    message = None
+    if not result.hits:
+        scope = f" under the filters ({' '.join(f'{k}={v}' for k, v in filters.items())})" if filters else ""
+        message = f"no hits: {unmatched}" if unmatched else f"no hits: nothing in the index{scope} matches these words"
+    elif not result.pieces:
+        message = (f"no hit fits a context of {result.max_context_tokens} tokens; raise --max-context-tokens to see "
+                   "their code")
     mode = f"hybrid: BM25 + {index.embedding_name}" if embedding is not None else "lexical: BM25"
     if args.json:
         out = {
             "query": result.query,
             "mode": "hybrid" if embedding is not None else "lexical",
-            "filters": {k: v for k, v in (("path", args.filter_path), ("language", args.language),
-                                          ("kind", args.kind)) if v},
+            "filters": filters,
+            "message": message,
             "confidence": result.confidence,
             "token_count": result.token_count,
             "max_context_tokens": result.max_context_tokens,
@@ -70,21 +84,23 @@ def run(args: argparse.Namespace) -> ExitCode:
         }
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
         return ExitCode.OK
+    if not result.hits:
+        sys.stdout.write(message + "\n")
+        return ExitCode.OK
     head = [
         f"query: {result.query!r}  ({mode})",
         f"confidence {result.confidence:.2f}; {len(result.hits)} hits; context {result.token_count}/"
         f"{result.max_context_tokens} tokens",
     ]
     for h in result.hits:
-        ranks = " ".join(f"{k} #{v}" for k, v in h.ranks.items())
         head.append(f"  {h.rank + 1}. {h.span.path}:{h.span.start_line}-{h.span.end_line}  {h.span.name or '-'} "
-                    f"({h.span.kind})  score {h.score:.4f}  [{ranks}]")
-    if not result.hits:
-        scope = f" under the filters ({result.filter.describe()})" if not result.filter.empty else ""
-        head.append(f"  no hits: nothing in the index{scope} matches these words")
+                    f"({h.span.kind})  {_channel_ranks(h.ranks)}")
+    if message:
+        head.append(f"  {message}")
     color = use_color(args.color, sys.stdout)
     if not color:
-        sys.stdout.write("\n".join(head) + "\n\n" + result.context + ("" if result.context.endswith("\n") else "\n"))
+        context = "\n" + result.context + ("" if result.context.endswith("\n") else "\n") if result.context else ""
+        sys.stdout.write("\n".join(head) + "\n" + context)
         return ExitCode.OK
     from rich.console import Console
     from rich.syntax import Syntax
@@ -100,3 +116,17 @@ def run(args: argparse.Namespace) -> ExitCode:
         console.print(Syntax(p.text.rstrip("\n"), lexer, line_numbers=True, start_line=p.start_line,
                              background_color="default", word_wrap=False))
     return ExitCode.OK
+
+
+# Multi-stage search ranks leaves again inside the best files and classes ("local" lists).
+_CHANNELS = {"local_lexical": "lexical in top files", "local_dense": "dense in top files"}
+
+
+def _channel_ranks(ranks: Mapping[str, int]) -> str:
+    """Where a hit ranked in each search that found it (``lexical #3, dense #1``): what a fused score means.
+
+    Example:
+        >>> _channel_ranks({"lexical": 3, "dense": 1})
+        'lexical #3, dense #1'
+    """
+    return ", ".join(f"{_CHANNELS.get(name, name.replace('_', ' '))} #{rank}" for name, rank in ranks.items())

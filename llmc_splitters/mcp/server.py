@@ -1,10 +1,12 @@
 """The MCP face of :class:`~llmc_splitters.mcp.service.CodeService`: tools, schemas, transports, the HTTP token.
 
 Built on the official ``mcp`` SDK (``MCPServer``). Each tool is a thin function that calls the service and turns
-its :class:`~llmc_splitters.mcp.replies.Reply` into a ``CallToolResult`` (the text, plus the same facts as
-``structuredContent`` under the tool's output schema), and every failure into a tool error (``isError``) with one
-sentence: the server keeps serving. Tool functions are synchronous, so the SDK runs each call in a worker thread
-and concurrent calls do not wait on one another's I/O.
+its :class:`~llmc_splitters.mcp.replies.Reply` into a ``CallToolResult`` (the text, plus the same facts as JSON in
+``structuredContent``), and every failure into a tool error (``isError``) with one sentence: the server keeps
+serving. Arguments are checked as the Python API checks its own: one a tool does not take, or of the wrong type,
+is a tool error naming it (and the nearest valid name). The tool list is kept to what an agent reads to call a
+tool (about 900 cl100k tokens). Tool functions are synchronous, so the SDK runs each call in a worker thread and
+concurrent calls do not wait on one another's I/O.
 
 Transports: stdio (:func:`run_stdio`), or streamable HTTP (:func:`run_http`) on 127.0.0.1 by default. Any other
 interface needs ``allow_remote=True`` and a bearer token, which :class:`BearerAuth` checks on every HTTP request
@@ -14,18 +16,21 @@ interface needs ``allow_remote=True`` and a bearer token, which :class:`BearerAu
 # No `from __future__ import annotations`: the SDK reads the tool functions' annotations, which use local values.
 
 import hmac
+import inspect
 import ipaddress
 import logging
+import warnings
 from typing import Annotated, Any
 
-from ..errors import ConfigurationError, LlmcError, missing_dependency
+from ..errors import ConfigurationError, FilterWarning, LlmcError, missing_dependency, unknown_argument
 from .replies import Reply
 from .service import CodeService
 
 try:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
-    from pydantic import BaseModel, Field
+    from pydantic import Field, ValidationError
 except ImportError as exc:  # pragma: no cover - the [mcp] extra installs them
     raise missing_dependency("mcp", "mcp") from exc
 
@@ -36,92 +41,85 @@ log = logging.getLogger(__name__)
 MIN_TOKEN_CHARS = 16
 
 
-# --------------------------------------------------------------------------------------------- schemas
+# ----------------------------------------------------------------------------------------------- server
 
 
-class Hit(BaseModel):
-    """One ranked hit."""
+class _Server(MCPServer):
+    """``MCPServer`` whose tool calls are checked as the Python API checks its arguments, and whose tool list is
+    compact.
 
-    path: str | None = Field(description="File path relative to the indexed root.")
-    start_line: int = Field(description="First line of the hit (1-based).")
-    end_line: int = Field(description="Last line of the hit (inclusive).")
-    symbol: str | None = Field(description="Qualified name of the definition (Class.method), if it is one.")
-    kind: str = Field(description="function, method, class, block, section, ...")
-    language: str | None = Field(description="The file's language.")
-    score: float = Field(description="Fused rank score (higher is better).")
-    in_context: bool = Field(description="Whether the hit's text is in the reply's context (false: over budget).")
+    * An argument a tool does not take is a tool error naming the nearest valid one (``kk`` -> ``k``), as
+      :func:`~llmc_splitters.errors.unknown_argument` does for the Python API; the SDK would drop it silently.
+    * An argument of the wrong type is a tool error in one sentence (``query must be a string, got 42``), not
+      pydantic's report with its URL.
+    * ``tools/list`` carries what an agent needs to call a tool: its description and its arguments' types,
+      bounds and descriptions; pydantic's titles and ``anyOf`` null branches are left out (an optional argument
+      is one that is not required).
+    """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._arguments: dict[str, tuple[str, ...]] = {}
 
-class SearchOutput(BaseModel):
-    """What search_code returns besides the context text."""
+    def add_tool(self, fn: Any, **kwargs: Any) -> None:
+        # The docstring as one paragraph: its indentation would be sent (and counted) with every tool list.
+        kwargs.setdefault("description", " ".join((fn.__doc__ or "").split()))
+        super().add_tool(fn, **kwargs)
+        self._arguments[kwargs.get("name") or fn.__name__] = tuple(inspect.signature(fn).parameters)
 
-    confidence: float = Field(description="How clearly the top hit beats the rest, 0..1; under ~0.6: rephrase.")
-    hits: list[Hit]
-    context_tokens: int = Field(description="Tokens of the context part of the text.")
-    max_tokens: int = Field(description="The budget the whole reply (text and this data) was held to.")
-    clamped: bool = Field(description="True when the requested max_tokens was above the hard cap and clamped.")
-    notes: list[str] = Field(description="Clamping and freshness notes.")
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        valid = self._arguments.get(name)
+        if valid is not None:
+            for arg in arguments:
+                if arg not in valid:
+                    raise ToolError(str(unknown_argument(name, arg, valid)))
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_bad_arguments(name, exc.__cause__)) from None
+            raise
 
-
-class Slice(BaseModel):
-    """One exact slice."""
-
-    path: str | None
-    start_line: int
-    end_line: int
-    shown_to: int | None = Field(description="Last line included in the text (null: not included).")
-
-
-class SliceOutput(BaseModel):
-    """What get_symbol and get_lines return besides the text."""
-
-    slices: list[Slice]
-    notes: list[str]
-    max_tokens: int
-    name: str | None = None
-    path: str | None = None
-    lines_in_file: int | None = None
+    async def list_tools(self) -> list[Any]:
+        tools = await super().list_tools()
+        return [t.model_copy(update={"input_schema": _compact(t.input_schema)}) for t in tools]
 
 
-class StatusOutput(BaseModel):
-    """What index_status returns."""
-
-    index: str
-    root: str | None
-    files_indexed: int
-    leaf_spans: int
-    last_update: str | None
-    freshness: str = Field(description="watch, refresh (checked before each request) or off (read-only).")
-    refreshing: bool
-    caught_up: bool
-    pending_changes: int = Field(description="Changed paths the watcher saw that no refresh has indexed yet.")
-    unpublished_files: int = Field(description="Files written to the index whose BM25 postings or vectors are "
-                                               "still to be written (a killed run's; the next write replays them).")
-    search_ready: bool = Field(description="False until the index is open and its embedding model loaded after "
-                                            "start (a search meanwhile waits for them).")
-    embedding: str
-    search: str
-    chunking: dict[str, Any]
-    reply_budget: dict[str, int]
-    failed_files: dict[str, str]
-    failed_count: int
-    last_error: str | None
-    watch_error: str | None
+_EXPECTED = {"string_type": "a string", "int_type": "a whole number", "int_parsing": "a whole number",
+             "int_from_float": "a whole number", "list_type": "a list", "bool_type": "true or false",
+             "bool_parsing": "true or false"}
 
 
-class ReindexOutput(BaseModel):
-    """What reindex returns (path lists capped at 50; counts complete)."""
+def _bad_arguments(tool: str, error: ValidationError) -> str:
+    """One sentence for the arguments pydantic rejected: which, what they must be, what was sent."""
+    said = []
+    for e in error.errors():
+        arg = ".".join(str(part) for part in e["loc"]) or "the arguments"
+        if e["type"] == "missing":
+            said.append(f"{arg} is missing")
+            continue
+        sent = repr(e.get("input"))
+        sent = sent if len(sent) <= 40 else sent[:37] + "..."
+        expected = _EXPECTED.get(e["type"])
+        said.append(f"{arg} must be {expected}, got {sent}" if expected else
+                    f"{arg}: {e['msg'][:1].lower()}{e['msg'][1:]}, got {sent}")
+    return f"{tool}: " + "; ".join(said)
 
-    added: list[str]
-    updated: list[str]
-    removed: list[str]
-    counts: dict[str, int]
-    failed: dict[str, str]
-    skipped: dict[str, str]
-    not_found: list[str]
-    bytes_read: int = Field(description="File content read: files whose size and modification time match the "
-                                        "index are not read.")
-    seconds: float
+
+def _compact(schema: Any) -> Any:
+    """A JSON schema without pydantic's titles, ``null`` defaults and ``anyOf`` null branches."""
+    if isinstance(schema, list):
+        return [_compact(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _compact(v) for k, v in schema.items() if k != "title" and not (k == "default" and v is None)}
+    branches = out.get("anyOf")
+    if isinstance(branches, list):
+        kept = [b for b in branches if b != {"type": "null"}]
+        if len(kept) == 1 and isinstance(kept[0], dict):
+            del out["anyOf"]
+            out = {**kept[0], **out}
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- tools
@@ -151,6 +149,9 @@ def _guarded(service: CodeService, call: Any) -> CallToolResult:
 def build_server(service: CodeService, *, name: str = "llmc-splitters") -> MCPServer:
     """An ``MCPServer`` with the five tools over ``service``.
 
+    Each reply carries its text and the same facts as ``structuredContent`` (JSON); the tools declare no output
+    schema, which an agent does not read (the text says everything) and which would triple the tool list.
+
     Example:
         >>> server = build_server(CodeService(lambda: retriever, freshness="off"))     # doctest: +SKIP
         >>> server.run()                                                               # doctest: +SKIP
@@ -158,7 +159,7 @@ def build_server(service: CodeService, *, name: str = "llmc-splitters") -> MCPSe
     from .. import __version__
 
     s = service.settings
-    app: MCPServer = MCPServer(
+    app = _Server(
         name,
         version=__version__,
         instructions=(
@@ -172,81 +173,51 @@ def build_server(service: CodeService, *, name: str = "llmc-splitters") -> MCPSe
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def search_code(
-        query: Annotated[str, Field(description="What to find: a question in words, identifiers, a line of code "
-                                                "or an error message.")],
+        query: Annotated[str, Field(description="A question, identifiers, a line of code or an error message.")],
         max_tokens: Annotated[int | None, Field(
-            description=f"Token budget of the whole reply. Default {s.max_tokens}; at most {s.hard_cap} (larger "
-                        "values are clamped and the reply says so).",
+            description=f"Budget of the whole reply (default {s.max_tokens}, at most {s.hard_cap}).",
             json_schema_extra={"minimum": 1})] = None,
-        k: Annotated[int | None, Field(description=f"How many hits to return and expand. Default {s.k}, at most "
-                                                   f"{s.max_k}.", json_schema_extra={"minimum": 1,
-                                                                                     "maximum": s.max_k})] = None,
-        path: Annotated[str | None, Field(description="Only files under this directory or file, relative to the "
-                                                      "indexed root (e.g. 'src/http').")] = None,
-        language: Annotated[str | None, Field(description="Only files in this language: python, javascript, "
-                                                          "typescript, bash, go, rust, markdown, ...")] = None,
-    ) -> Annotated[CallToolResult, SearchOutput]:
-        """Search the indexed code base and get back the code that answers the query, ready to read.
-
-        Use it first for any question about this code base: where something is handled, how a feature works,
-        where an identifier is defined or used, what raises an error message. The reply lists the ranked hits
-        (path, lines, symbol, kind, score) and a confidence, then the context: each hit with the header or
-        skeleton of its class and the imports and module-level names it uses, each piece under a
-        '# path:start-end' marker. The whole reply stays within max_tokens tokens. A confidence under about
-        0.6 means no hit stands out: rephrase with identifiers, or narrow with path or language. For a
-        definition you know by name use get_symbol; to read exact lines use get_lines.
-        """
+        k: Annotated[int | None, Field(description=f"Hits (default {s.k}).",
+                                       json_schema_extra={"minimum": 1, "maximum": s.max_k})] = None,
+        path: Annotated[str | None, Field(description="Only this file, directory or glob ('src/**/*.ts').")] = None,
+        language: Annotated[str | None, Field(description="Only this language (python, typescript, ...).")] = None,
+    ) -> CallToolResult:
+        """Search the indexed code; use it first for any question about it. Returns the ranked hits (path, lines,
+        symbol) and a confidence, then each hit's code with its class header or skeleton and the imports it uses,
+        under '# path:start-end' markers, within max_tokens. Confidence under 0.6: rephrase with identifiers, or
+        narrow with path or language. A known name: get_symbol."""
         return _guarded(service, lambda: service.search_code(query, max_tokens, k, path, language))
 
     def get_symbol(
-        name: Annotated[str, Field(description="Function, class or method name, qualified like 'Class.method' "
-                                               "(a bare 'method' also matches 'Class.method').")],
-        path: Annotated[str | None, Field(description="Only in this file, relative to the indexed root, as "
-                                                      "search_code reports it.")] = None,
-    ) -> Annotated[CallToolResult, SliceOutput]:
-        """Get the exact source of a function, class or method by name, straight from the index (no search).
-
-        Use it when you know the name, from a search_code hit or from code you read. Every definition with that
-        name is returned whole, under a '# path:start-end' marker, as long as the reply fits the server's
-        default budget; a longer one is cut at a line, and the reply names the get_lines call that continues it.
-        """
+        name: Annotated[str, Field(description="'Class.method', a function or a class; a bare method name finds "
+                                               "every Class.method.")],
+        path: Annotated[str | None, Field(description="Only in this file.")] = None,
+    ) -> CallToolResult:
+        """The exact source of every definition with this name, from the index (no search). Cut at a line when it
+        does not fit the server's budget; the reply names the get_lines call that continues it."""
         return _guarded(service, lambda: service.get_symbol(name, path))
 
     def get_lines(
-        path: Annotated[str, Field(description="File path relative to the indexed root, as search_code reports "
-                                               "it.")],
-        start: Annotated[int, Field(description="First line to return (1 is the first line of the file).",
-                                    json_schema_extra={"minimum": 1})],
-        end: Annotated[int | None, Field(description="Last line to return, inclusive; default: the end of the "
-                                                     "file.", json_schema_extra={"minimum": 1})] = None,
-    ) -> Annotated[CallToolResult, SliceOutput]:
-        """Get exact lines of an indexed file, from the index (never from disk).
-
-        Use it to read around a search hit, to see a whole file, or to continue a slice that was cut to fit the
-        budget. Lines are 1-based and inclusive. The reply holds at most the server's default budget; a longer
-        range is cut at a line and the reply says where to continue.
-        """
+        path: Annotated[str, Field(description="A file as search_code reports it.")],
+        start: Annotated[int, Field(description="First line (1-based).", json_schema_extra={"minimum": 1})],
+        end: Annotated[int | None, Field(description="Last line, inclusive (default: the end of the file).",
+                                         json_schema_extra={"minimum": 1})] = None,
+    ) -> CallToolResult:
+        """Exact lines of an indexed file, from the index: around a hit, a whole file, or the rest of a cut
+        reply. Cut at a line when it does not fit the server's budget; the reply says where to continue."""
         return _guarded(service, lambda: service.get_lines(path, start, end))
 
-    def index_status() -> Annotated[CallToolResult, StatusOutput]:
-        """Say what the index holds and how fresh it is.
-
-        Returns the number of files indexed, the last update, changes not indexed yet, whether a refresh is
-        running, the embedding model and chunking settings, and the files that could not be indexed. Use it
-        when results look stale or a file seems to be missing, before calling reindex.
-        """
+    def index_status() -> CallToolResult:
+        """What the index holds and how fresh it is: files, last update, changes not indexed yet, a refresh
+        running, the embedding and chunking settings, files that failed. When results look stale."""
         return _guarded(service, service.index_status)
 
     def reindex(
-        paths: Annotated[list[str] | None, Field(description="Files or directories to bring up to date, relative "
-                                                             "to the indexed root; default: the whole tree.")] = None,
-    ) -> Annotated[CallToolResult, ReindexOutput]:
-        """Bring the index up to date with the files on disk now, and report what changed.
-
-        Normally not needed: the server follows edits by itself. Use it after a large change (a branch switch,
-        a generated tree), or when index_status shows pending changes you need now. Only files inside the
-        indexed root that its rules select (not ignored, not binary) are indexed.
-        """
+        paths: Annotated[list[str] | None, Field(description="Files or directories (default: the whole tree).")]
+        = None,
+    ) -> CallToolResult:
+        """Index the files on disk now and report what changed. Rarely needed: the server follows edits itself;
+        after a branch switch, or when index_status shows pending changes you need now."""
         return _guarded(service, lambda: service.reindex(paths))
 
     app.add_tool(search_code, annotations=read_only)
@@ -337,6 +308,8 @@ def _quiet_libraries() -> None:
     # Libraries that log each request at INFO or DEBUG through the SDK's root handler: noise on the server's stderr.
     for name in ("chromadb", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    # A filter that matches nothing is said in the tool's reply (the service asks the index), not on stderr.
+    warnings.filterwarnings("ignore", category=FilterWarning)
 
 
 def run_stdio(service: CodeService) -> None:

@@ -295,6 +295,13 @@ class CodeService:
             where = _path_filter(retriever.index.span_store, prefix) if prefix else None
             hits, confidence, contexts = search_with_contexts(retriever, query, k, where, lang)
             self.search_ready = True
+            if not hits and (where or lang):
+                # A filter that lets nothing through is a bad argument, not words that match nothing.
+                unmatched = retriever.index.unmatched_filter(path=where, language=lang)
+                if unmatched is not None:
+                    raise RequestError(f"{unmatched}; or omit {'path' if where else 'language'}")
+                given = " ".join(f"{k}={v!r}" for k, v in (("path", where), ("language", lang)) if v)
+                notes.append(f"indexed files match the filters ({given}), but none of their code matches these words")
             return fit_search(retriever, hits, contexts, confidence, budget, notes, clamped=clamp_note is not None)
 
     # ----------------------------------------------------------------------------------------------- slices
@@ -505,17 +512,17 @@ def _path_filter(store: Any, prefix: str) -> str:
     Raises:
         RequestError: No indexed file is there.
     """
-    from ..retrieval.filters import SearchFilter
+    from ..retrieval.filters import SearchFilter, unmatched
 
-    if SearchFilter.of(path=prefix).is_glob:
+    filt = SearchFilter.of(path=prefix)
+    if filt.is_glob:
         if not store.paths(glob=prefix):
-            msg = f"no indexed file matches {prefix!r}; '*' matches any characters ('/' too), or omit path"
+            msg = f"{unmatched(filt, store)}; '*' matches any characters ('/' too), or omit path"
             raise RequestError(msg)
         return prefix
     if store.marker(prefix) is not None:
         return prefix
     if not store.count_paths(prefix + "/"):
-        msg = f"no indexed file is under {prefix!r}; give a directory or file as search_code reports paths, " \
-              "or omit path"
+        msg = f"{unmatched(SearchFilter.of(path=prefix + '/'), store)}; or omit path"
         raise RequestError(msg)
     return prefix + "/"

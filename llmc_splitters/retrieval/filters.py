@@ -6,6 +6,10 @@ index and Chroma match the directories of a path prefix as terms (every stored r
 directories), and a glob or a prefix that is not a directory is first resolved to the matching files by the span
 store.
 
+A filter that lets nothing through is not an empty answer to the words: :func:`unmatched` says which part of it
+matches no indexed span and what the stored paths (or languages, kinds) look like, and the index warns with that
+sentence (:class:`~llmc_splitters.errors.FilterWarning`) when a filtered search finds nothing.
+
 Example:
     >>> SearchFilter.of(path="src/pkg/", language="Python").language
     'python'
@@ -21,7 +25,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 
-__all__ = ["SearchFilter", "ancestor_dirs"]
+__all__ = ["SearchFilter", "ancestor_dirs", "unmatched"]
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -124,3 +128,58 @@ class SearchFilter:
         """``path=src/ language=python`` (for messages)."""
         return " ".join(f"{k}={v}" for k, v in (("path", self.path), ("language", self.language), ("kind", self.kind))
                         if v is not None) or "none"
+
+
+def unmatched(filt: SearchFilter, store: Any) -> str | None:
+    """Why no indexed span passes ``filt``, in one sentence, or ``None`` when some span does.
+
+    The part of the filter that matches nothing is named with what the index holds instead: for a path, how stored
+    paths look (relative to the indexed root) and, when dropping leading directories finds indexed files, the path
+    that does; for a language or a kind, the ones the index has. ``store`` is the index's span store.
+
+    Example:
+        >>> from llmc_splitters.retrieval import CodeIndex
+        >>> idx = CodeIndex()
+        >>> _ = idx.index_texts({"http/client.py": "def send():\\n    return 1\\n"})
+        >>> print(unmatched(SearchFilter.of(path="src/http/"), idx.span_store))
+        no indexed path starts with 'src/http/'; paths are stored relative to the indexed root, like 'http/client.py' (try path='http/')
+        >>> unmatched(SearchFilter.of(path="http/", language="python"), idx.span_store) is None
+        True
+    """
+    if filt.empty:
+        return None
+    glob = filt.path if filt.is_glob else None
+    prefix = None if glob is not None else filt.path
+    if store.first_file(prefix=prefix, glob=glob, language=filt.language, kind=filt.kind) is not None:
+        return None
+    if filt.path is not None and store.first_file(prefix=prefix, glob=glob) is None:
+        return _path_note(filt.path, glob is not None, store)
+    for name, value in (("language", filt.language), ("kind", filt.kind)):
+        if value is not None and store.first_file(**{name: value}) is None:
+            held = list(store.leaf_counts(name))
+            shown = ", ".join(held[:12]) + (", ..." if len(held) > 12 else "")
+            what = "file is in the language" if name == "language" else "span is of the kind"
+            return f"no indexed {what} {value!r} (the index holds {shown or 'nothing'})"
+    return f"no indexed span passes the filters together ({filt.describe()}), though each matches alone"
+
+
+def _path_note(path: str, is_glob: bool, store: Any) -> str:
+    """A path filter that matches no indexed file: what stored paths look like, and a filter that would match."""
+    what = "matches" if is_glob else "starts with"
+    suggestion = None
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        shorter = "/".join(parts[i:])
+        if shorter and shorter not in ("*", "**") and (store.first_file(glob=shorter) if is_glob else
+                                                       store.first_file(prefix=shorter)) is not None:
+            suggestion = shorter
+            break
+    if suggestion is not None:
+        example = store.first_file(glob=suggestion) if is_glob else store.first_file(prefix=suggestion)
+    else:
+        example = store.first_file()
+    if example is None:
+        return "the index holds no file yet"
+    hint = f" (try path={suggestion!r})" if suggestion is not None else ""
+    return (f"no indexed path {what} {path!r}; paths are stored relative to the indexed root, like {example!r}"
+            f"{hint}")

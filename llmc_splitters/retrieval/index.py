@@ -28,12 +28,14 @@ import json
 import os
 import shutil
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..chunking.languages import INDEXED_PATTERNS
 from ..chunking.span import Span
-from ..errors import ConfigurationError, checked_arguments
+from ..errors import ConfigurationError, FilterWarning, IndexWarning, caller_stacklevel, checked_arguments
 from .context import ancestors as _ancestors
 from .context import get_lines as _get_lines
 from .context import get_symbol as _get_symbol
@@ -41,7 +43,7 @@ from .context import hit_context as _hit_context
 from .context import zoom_for as _zoom_for
 from .embeddings import Embedding
 from .expand import HitContext, Snippet
-from .filters import SearchFilter
+from .filters import SearchFilter, unmatched
 from .fuse import DEFAULT_RRF_K
 from .indexing import IndexInterrupted, Indexer, IndexReport, Item
 from .lexical_index import LexicalIndex
@@ -53,16 +55,16 @@ from .spanstore import LEXICAL, VECTORS, SpanStore, StoreError
 __all__ = ["CodeIndex", "DEFAULT_INCLUDE", "FileSummaryInput", "Hit", "IndexInterrupted", "IndexReport",
            "SearchResult"]
 
-DEFAULT_INCLUDE = (
-    "*.py", "*.pyi", "*.js", "*.mjs", "*.cjs", "*.jsx", "*.ts", "*.mts", "*.cts", "*.tsx", "*.sh", "*.bash",
-    "*.ipynb",
-)
-"""File patterns :meth:`CodeIndex.index_directory` indexes by default (and extensionless ``#!`` scripts in a language
-the chunker parses). ``llmc-splitters index`` and the framework faces select with
-:func:`llmc_splitters.ingest.walk.walk` instead (``.gitignore``, generated and minified files, documentation)."""
+DEFAULT_INCLUDE = INDEXED_PATTERNS
+"""File patterns :meth:`CodeIndex.index_directory` indexes by default: every file kind the chunker parses
+(:data:`~llmc_splitters.chunking.languages.INDEXED_PATTERNS`, as the CLI and the MCP server select them), and
+extensionless ``#!`` scripts in a language the chunker parses. ``llmc-splitters index`` and the framework faces also
+honour ``.gitignore`` and leave out generated and minified files (:func:`llmc_splitters.ingest.walk.walk`)."""
 
+# Vendored, build, cache and VCS directories, never entered (the walker's default list, by name).
 _SKIP_DIRS = frozenset(
-    {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", "dist", "build"}
+    {".git", ".hg", ".svn", "node_modules", "bower_components", "__pycache__", ".venv", "venv", ".tox", ".nox",
+     ".mypy_cache", "dist", "build", "vendor", "third_party", "site-packages", ".eggs"}
 )
 
 
@@ -157,6 +159,7 @@ class CodeIndex:
             _delete_index(Path(path))
         self.span_store = SpanStore(path, create=create)
         self.path = None if self.span_store.temporary else self.span_store.dir
+        self.lexical_view_of: str | None = None
         self._check_embedding()
         self._vectors = vectors
         self._reset_vectors = reset
@@ -185,10 +188,25 @@ class CodeIndex:
                 ident = identity_of(self.embedding)
                 self.span_store.set_meta_on_create("embedding_identity", json.dumps(
                     {"name": ident.name, "dimension": ident.dimension, "max_input_tokens": ident.max_input_tokens}))
+        elif stored != self.embedding_name and self.embedding is None and stored != "none":
+            # What embedding=None asks for: BM25 over the index's spans. Its vectors are left alone, and writes are
+            # refused (they would leave new spans without vectors).
+            self.lexical_view_of = stored
+            msg = (f"the index at {self.span_store.dir} holds vectors from {stored!r}; with embedding=None it is "
+                   f"searched lexically (BM25 only) and cannot be written to. For hybrid search pass "
+                   f"{_embedding_hint(stored)}")
+            warnings.warn(msg, IndexWarning, stacklevel=caller_stacklevel())
         elif stored != self.embedding_name:
-            hint = "pass the same embedding (or embedding=None for a lexical index), or reset=True to rebuild it"
-            msg = (f"the index at {self.span_store.dir} holds vectors from {stored!r}, not {self.embedding_name!r}; "
-                   f"{hint}")
+            msg = (f"the index at {self.span_store.dir} holds vectors from {stored!r}, not {self.embedding_name!r}: "
+                   f"pass {_embedding_hint(stored)}, or embedding=None to search it lexically (BM25 only), or "
+                   f"reset=True to rebuild it with {self.embedding_name!r}")
+            raise ConfigurationError(msg)
+
+    def _check_writable(self) -> None:
+        if self.lexical_view_of is not None:
+            msg = (f"the index at {self.span_store.dir} holds vectors from {self.lexical_view_of!r} and was opened "
+                   f"with embedding=None (lexical search only): writing to it would leave new spans without vectors; "
+                   f"pass {_embedding_hint(self.lexical_view_of)} to index into it")
             raise ConfigurationError(msg)
 
     @staticmethod
@@ -374,6 +392,7 @@ class CodeIndex:
             ConfigurationError: ``workers`` is not a positive integer, or the chunker cannot be sent to workers.
             IndexInterrupted: SIGINT/SIGTERM stopped the run (every prepared file was written).
         """
+        self._check_writable()
         report = IndexReport()
         with self._lock:
             self._indexer.run((Item(str(p), text) for p, text in files.items()), report, workers)
@@ -416,6 +435,7 @@ class CodeIndex:
                 key = Path(p).relative_to(root).as_posix() if root is not None else str(p)
                 yield Item(key, source=Path(p))
 
+        self._check_writable()
         report = IndexReport()
         with self._lock:
             self._indexer.run(items(), report, workers)
@@ -470,11 +490,13 @@ class CodeIndex:
 
     def remove(self, path: str) -> None:
         """Delete every record of one file."""
+        self._check_writable()
         with self._lock:
             self._indexer.remove([path])
 
     def remove_many(self, paths: Iterable[str]) -> list[str]:
         """Delete several files in one transaction; returns those that were indexed."""
+        self._check_writable()
         with self._lock:
             return self._indexer.remove(paths)
 
@@ -547,15 +569,42 @@ class CodeIndex:
             rrf_k: The RRF constant.
 
         Returns:
-            A :class:`SearchResult`.
+            A :class:`SearchResult`. When it holds no hit because the filters match nothing in the index, a
+            :class:`~llmc_splitters.errors.FilterWarning` says so (see :meth:`unmatched_filter`).
 
         Raises:
             ConfigurationError: ``k`` is not positive, or a filter is invalid.
         """
         filt = _filter(filters, path, language, kind)
         self.span_store.require()
-        return search(self.parts, query, k, filt=filt, multi_stage=multi_stage, summaries=summaries,
-                      candidates=candidates, rrf_k=rrf_k)
+        found = search(self.parts, query, k, filt=filt, multi_stage=multi_stage, summaries=summaries,
+                       candidates=candidates, rrf_k=rrf_k)
+        if not found.hits and not filt.empty:
+            note = unmatched(filt, self.span_store)
+            if note is not None:
+                warnings.warn(note, FilterWarning, stacklevel=caller_stacklevel())
+        return found
+
+    def unmatched_filter(self, *, path: str | None = None, language: str | None = None, kind: str | None = None,
+                         filters: SearchFilter | Mapping[str, Any] | None = None) -> str | None:
+        """Why no indexed span passes these filters, in one sentence (what stored paths, languages or kinds look
+        like), or ``None`` when some span does (see :func:`~llmc_splitters.retrieval.filters.unmatched`).
+
+        Raises:
+            ConfigurationError: A filter is invalid.
+        """
+        return unmatched(_filter(filters, path, language, kind), self.span_store)
+
+
+def _embedding_hint(recorded: str) -> str:
+    """What to pass as ``embedding=`` to open an index whose vectors come from ``recorded``."""
+    from .embeddings.resolve import recorded_spec
+
+    spec = recorded_spec(recorded)
+    if spec is not None:
+        return f"embedding=resolve_embedding({spec!r}) (from llmc_splitters.retrieval.embeddings)"
+    return (f"the embedding whose identity name is {recorded!r} (the object the index was built with, or "
+            f"resolve_embedding({recorded!r}) when that is a module:factory spec)")
 
 
 def _script(path: Path) -> bool:

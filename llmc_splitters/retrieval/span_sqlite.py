@@ -29,6 +29,11 @@ from .span_schema import _SCHEMA, DB_FILE, FORMAT
 
 __all__ = ["IndexNotFoundError", "SQLiteIndexFile", "StoreError"]
 
+# What an index directory holds (the span store, the lexical index, embedded Chroma, the CLI's two records).
+_INDEX_ENTRIES = frozenset({DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm", "lexical", "chroma", "llmc-index.json",
+                            "last-index.json"})
+_GITIGNORE = "# Written by llmc-splitters: an index is local data, never committed.\n*\n"
+
 
 class StoreError(LlmcError):
     """A store failed or cannot be used (corrupt or locked file, unreachable server, another format)."""
@@ -117,6 +122,8 @@ class SQLiteIndexFile:
             except OSError:  # a file system without hard links
                 if not self.file.exists():
                     os.replace(tmp, self.file)
+            if self._tmp is None:
+                _ignore_in_git(self.dir)
         except sqlite3.DatabaseError as exc:
             raise self._error("create", exc) from exc
         finally:
@@ -262,3 +269,17 @@ class SQLiteIndexFile:
 
     def _transaction(self) -> SQLiteIndexFile._Tx:
         return SQLiteIndexFile._Tx(self)
+
+
+def _ignore_in_git(directory: Path) -> None:
+    """Write ``directory/.gitignore`` ignoring everything in it (itself included), so that an index inside a
+    repository (``.llmc/``) never shows up as untracked. Only in a directory that holds nothing but the index: a
+    directory of the user's given as ``--db`` keeps its own rules."""
+    ignore = directory / ".gitignore"
+    try:
+        if ignore.exists() or any(p.name not in _INDEX_ENTRIES and not p.name.startswith(f".{DB_FILE}.")
+                                  for p in directory.iterdir()):
+            return
+        ignore.write_text(_GITIGNORE, encoding="utf-8")
+    except OSError:
+        pass  # a read-only or odd file system: the index works without it

@@ -274,16 +274,40 @@ class SpanStore(SQLiteIndexFile):
                                           "roles": {}}
         for lang, n in self._read("SELECT language, count(*) FROM files GROUP BY language ORDER BY 2 DESC"):
             out["files_by_language"][lang] = n
-        for lang, n in self._read("SELECT language, count(*) FROM spans WHERE role = 'leaf' GROUP BY 1 ORDER BY 2 DESC"):
-            out["leaves_by_language"][lang] = n
-        for kind, n in self._read("SELECT kind, count(*) FROM spans WHERE role = 'leaf' GROUP BY 1 ORDER BY 2 DESC"):
-            out["leaves_by_kind"][kind] = n
+        out["leaves_by_language"] = self.leaf_counts("language")
+        out["leaves_by_kind"] = self.leaf_counts("kind")
         for role, n in self._read("SELECT role, count(*) FROM spans GROUP BY 1 ORDER BY 2 DESC"):
             out["roles"][role] = n
         (tokens, largest), = self._read("SELECT coalesce(sum(token_count), 0), coalesce(max(token_count), 0) "
                                         "FROM spans WHERE role = 'leaf'")
         out["tokens"] = {"leaf_tokens": tokens, "max_leaf_tokens": largest}
         return out
+
+    def leaf_counts(self, column: str) -> dict[str, int]:
+        """How many leaves each ``language`` or ``kind`` has, most first."""
+        if column not in ("language", "kind"):
+            msg = f"leaf_counts counts by 'language' or 'kind', not {column!r}"
+            raise ValueError(msg)
+        rows = self._read(f"SELECT {column}, count(*) FROM spans WHERE role = 'leaf' GROUP BY 1 ORDER BY 2 DESC, 1")
+        return {value: n for value, n in rows}
+
+    def first_file(self, *, prefix: str | None = None, glob: str | None = None, language: str | None = None,
+                   kind: str | None = None) -> str | None:
+        """A file with a leaf under the path ``prefix`` (or whose path matches ``glob``), of ``language`` and of
+        ``kind`` (each optional), or ``None`` when no leaf passes: why a filtered search found nothing."""
+        sql, args = "SELECT file FROM spans WHERE role = 'leaf'", []
+        if glob is not None:
+            sql += " AND file GLOB ?"
+            args.append(glob)
+        elif prefix:
+            sql += " AND file >= ? AND file < ?"
+            args += [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)]
+        for column, value in (("language", language), ("kind", kind)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                args.append(value)
+        got = self._read(sql + " LIMIT 1", args)
+        return got[0][0] if got else None
 
     def bindings(self, path: str) -> list[dict[str, Any]]:
         """The import and module-level name bindings of a document (a file, or a notebook's cell): what its leaves'

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import warnings
@@ -231,14 +232,20 @@ def files_digest(root: str | os.PathLike[str]) -> str:
 _COMPLETE = "llmc-build.json"
 
 
-def cached_build(kind: str, key: dict[str, Any], build: Callable[[Path], None]) -> Path:
+def cached_build(kind: str, key: dict[str, Any], build: Callable[[Path], None], *, what: str | None = None,
+                 expect: str | None = None) -> Path:
     """The directory of a derived model, built by ``build(tmpdir)`` the first time and reused afterwards.
+
+    The one-time build says so on stderr, in one line (what is built, about how long it takes, where it is kept),
+    so that a first run's pause is explained; ``llmc-splitters index --prepare-model`` does it ahead of time.
 
     Args:
         kind: A folder under :func:`cache_root` (``"minilm-onnx"``, ``"minilm-static"``).
         key: Everything the result depends on (source files' digest, exporter versions, settings); its hash
             names the directory, so a change of any part builds a new one.
         build: Writes the model's files into the directory it is given.
+        what: What the build makes, for that line (no line without it).
+        expect: About how long it takes (``"20-30 s"``).
 
     Returns:
         The directory, complete: it is built in a temporary sibling and renamed into place, so readers never see
@@ -261,6 +268,10 @@ def cached_build(kind: str, key: dict[str, Any], build: Callable[[Path], None]) 
         msg = (f"cannot write the model cache in {parent} ({exc.strerror or exc}); set LLMC_CACHE_DIR to a "
                "writable directory")
         raise ConfigurationError(msg) from exc
+    if what is not None:
+        took = f" (about {expect})" if expect else ""
+        print(f"llmc-splitters: preparing {what}, once{took}; later runs reuse it from {final}", file=sys.stderr,
+              flush=True)
     try:
         build(tmp)
         (tmp / _COMPLETE).write_text(text + "\n")

@@ -184,7 +184,8 @@ class OnnxEmbedding(_DirBackend):
             found = _find_compatible(key)
             if found is not None:
                 return found / "model.onnx"
-        return cached_build("minilm-onnx", key, self._export) / "model.onnx"
+        what = f"the embedding model {self.name} (an ONNX export{', quantized to int8' if self.quantize else ''})"
+        return cached_build("minilm-onnx", key, self._export, what=what, expect="20-30 s") / "model.onnx"
 
     def _export(self, out_dir: Path) -> None:
         try:

@@ -21,7 +21,7 @@ from ...errors import ConfigurationError, LlmcError
 from .base import EmbeddingIdentity
 from .batching import BatchLimits
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "ForeignEmbedding", "resolve_embedding"]
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "ForeignEmbedding", "recorded_spec", "resolve_embedding"]
 
 
 def _torch() -> Any:
@@ -221,6 +221,18 @@ def _remedy() -> str:
     names = ", ".join(["none", "minilm", *BACKENDS])
     return (f"use one of: {names}; a local sentence-transformers model directory; or module:factory (an import "
             "path to a callable returning a LangChain Embeddings or a LlamaIndex BaseEmbedding)")
+
+
+def recorded_spec(name: str) -> str | None:
+    """The spec :func:`resolve_embedding` rebuilds an index's embedding from, given the name the index recorded: a
+    backend name (``"minilm-onnx-int8-128:model"`` -> ``"minilm-onnx-128"``), or ``None`` when only the code that
+    built the embedding object can make it again (a ``module:factory`` spec is recorded as itself).
+
+    Example:
+        >>> recorded_spec("minilm-onnx-int8-128:model"), recorded_spec("MyEmbeddings")
+        ('minilm-onnx-128', None)
+    """
+    return next((backend for pattern, backend in _RECORDED if pattern.fullmatch(name)), None)
 
 
 def resolve_embedding(spec: Any) -> Any:

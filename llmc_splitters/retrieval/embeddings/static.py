@@ -94,7 +94,8 @@ class StaticEmbedding(_DirBackend):
 
     def model_dir(self) -> Path:
         """The distilled model's directory, made at first call and cached."""
-        return cached_build("minilm-static", self.cache_key(), self._distill)
+        what = f"the embedding model {self.name} (a static model distilled with model2vec)"
+        return cached_build("minilm-static", self.cache_key(), self._distill, what=what, expect="2-4 minutes")
 
     def _distill(self, out_dir: Path) -> None:
         try:
