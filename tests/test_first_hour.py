@@ -195,10 +195,8 @@ def test_index_directory_selects_every_file_kind_the_walker_does(tmp_path):
     expected = sorted(PER_LANGUAGE)
     assert walk(tmp_path).files == expected
     idx = CodeIndex(chunker=ASTChunker(max_tokens=256))
-    # Kotlin and Swift are selected (the walk above) but their analysis fails today (issue 22, item 5: another
-    # branch fixes it); they are left out of this run only.
-    report = idx.index_directory(tmp_path, exclude=["kotlin/*", "swift/*"])
-    assert sorted(report.added) == [p for p in expected if not p.startswith(("kotlin/", "swift/"))]
+    report = idx.index_directory(tmp_path)
+    assert sorted(report.added) == expected
     assert not report.failed
     languages = {p: detect_language(p) for p in expected}
     assert {"python", "javascript", "typescript", "tsx", "bash", "markdown", "text", "html", "vue", "svelte",
