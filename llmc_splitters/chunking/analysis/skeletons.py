@@ -382,22 +382,14 @@ class SkeletonEntry:
     Attributes:
         role: ``header``, ``member``, ``blank`` or ``close``.
         lines: Its lines, with their line ends.
-        signature: The lines that state it as the source does (placeholders turned back into the opening
-            ``{``), without generated doc lines or the body lines under a Python signature: a member is shown
-            elsewhere exactly when all of these are.
+        signature: Its lines that state the signature (stripped), without generated doc lines or the body lines
+            under a Python signature: a member is shown elsewhere when all of these are (a line holding a
+            placeholder never is, so a JS/TS member stays listed).
     """
 
     role: str
     lines: tuple[str, ...]
     signature: tuple[str, ...]
-
-
-def _as_source(line: str) -> str:
-    text = line.strip()
-    for ph in set(_PLACEHOLDERS.values()) | {_DEFAULT_PLACEHOLDER}:
-        if ph != "..." and ph in text:
-            return text[: text.index(ph)] + "{"
-    return text.removesuffix(" ...") if text.endswith(": ...") else text
 
 
 def skeleton_entries(text: str) -> list[SkeletonEntry]:
@@ -414,7 +406,7 @@ def skeleton_entries(text: str) -> list[SkeletonEntry]:
         >>> [(e.role, len(e.lines)) for e in ents]
         [('header', 1), ('member', 3), ('close', 1)]
         >>> ents[1].signature[-1]
-        '): U => {'
+        '): U => { /* … */ }'
     """
     lines = text.splitlines(keepends=True)
     out: list[SkeletonEntry] = []
@@ -434,7 +426,7 @@ def skeleton_entries(text: str) -> list[SkeletonEntry]:
             continue
         entry, signature, d = [first], [], base + _depth_change(first)
         if not first.lstrip().startswith(_ATTACHED):
-            signature.append(_as_source(first))
+            signature.append(first.strip())
         i += 1
         if d < base:
             out.append(SkeletonEntry("close", (first,), ()))
@@ -445,7 +437,7 @@ def skeleton_entries(text: str) -> list[SkeletonEntry]:
             attached = all(x.lstrip().startswith(_ATTACHED) for x in entry)
             if d > base or attached and line.strip():
                 if not line.lstrip().startswith(_ATTACHED) or d > base:
-                    signature.append(_as_source(line))
+                    signature.append(line.strip())
             elif not (line.strip() and _indent_width(line) > _indent_width(first)):
                 break
             entry.append(line)
