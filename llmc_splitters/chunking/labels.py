@@ -31,6 +31,9 @@ class Labeler:
             scope = leaf.scope
             spec = scope.spec
             first = leaf.units[0]
+            defs = [u for u in leaf.units if u.role == "def" and u.info is not None]
+            if first.role != "def" and len(defs) == 1 and not (scope.info is not None and leaf.start == scope.start):
+                first = defs[0]  # a fragment joined to a definition (packing): the leaf is that definition
             if first.role == "def" and first.info is not None:
                 info = first.info
                 leaf.kind, leaf.name = info.kind, info.qname
