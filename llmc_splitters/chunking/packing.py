@@ -8,7 +8,8 @@ up to the budget:
   packed with other statements.
 * Near the budget the group's exact count decides; a group that must end prefers its last blank line (when that
   keeps at least half of it), else a line start, else leaves the comments right above the next unit to that unit.
-  In prose (``paragraph_groups``), a blank line ends a group that holds a quarter of the budget.
+  In prose (``paragraph_groups``), a blank line ends a group that holds a quarter of the budget, and a Bats test
+  (``@test "name" {``) begins one.
 * A group that does not fit after all (counts are not exactly additive) sheds units from its end into the next.
 * A small group (under a budget/8 tokens: a closing brace, a last statement) joins a neighbour of its category when
   the join fits, and a leaf of nothing but whitespace joins the leaf before it.
@@ -149,8 +150,9 @@ def _pack(run: list[Unit], data: bytes, counter: RangeCounter) -> list[list[Unit
         t = counter.estimate(u.start, u.end)
         cat_break = bool(group) and (cats[k] != cats[k - 1])
         breaks = cat_break
-        if group and not breaks and paragraphs and _blank_before(data, u.start) and total >= budget // 4:
-            breaks = True
+        if group and not breaks and paragraphs and (_blank_before(data, u.start) and total >= budget // 4
+                                                    or _bats_test(u, data)):
+            breaks = True  # a Bats test (`@test "name" {`) begins a leaf of its own
         if group and not breaks and budget < total + t <= budget + budget // 4:
             # Near the budget the estimate decides where a leaf ends: count exactly (a wrong "over" leaves a
             # small leaf behind, e.g. a function's closing brace).
@@ -260,6 +262,10 @@ def _pack_exact(units: list[Unit], counter: RangeCounter) -> list[list[Unit]]:
     if group:
         groups.append(group)
     return groups
+
+
+def _bats_test(u: Unit, data: bytes) -> bool:
+    return u.node is not None and u.node.type == "command" and data[u.start : u.end].lstrip().startswith(b"@test")
 
 
 def _line_start(data: bytes, pos: int) -> bool:
