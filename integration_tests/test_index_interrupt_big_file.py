@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.big_file import generated_python
+
 pytest.importorskip("tantivy")
 
 pytestmark = pytest.mark.timeout(300)
@@ -63,23 +65,12 @@ DRIVER = textwrap.dedent(
 )
 
 
-def _big_python(nbytes: int) -> str:
-    out: list[str] = []
-    size = n = 0
-    while size < nbytes:
-        s = f"def func_{n}(a, b=1):\n    \"\"\"Add {n}.\"\"\"\n    c = a + b * {n}\n    return helper_{n % 50}(c)\n\n\n"
-        out.append(s)
-        size += len(s)
-        n += 1
-    return "".join(out)
-
-
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tree")
     for rel, text in SMALL.items():
         (root / rel).write_text(text)
-    (root / "z_big.py").write_text(_big_python(4 << 20))  # sorted last: the small files are prepared first
+    (root / "z_big.py").write_text(generated_python(4 << 20))  # sorted last: the small files are prepared first
     return root
 
 
