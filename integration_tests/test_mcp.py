@@ -183,7 +183,8 @@ def test_tools_and_schemas(tree, cl100k):
             for t in tools.values():
                 assert len(t.description) > 100 and "  " not in t.description, t.name  # what it returns, and when
                 assert t.output_schema is None, t.name  # the facts still come as structuredContent (below)
-            assert props["k"] == {"type": "integer", "description": "Hits (default 4).", "maximum": 50, "minimum": 1}
+            assert props["k"] == {"type": "integer", "description": "Hits (default: as many as fit max_tokens).",
+                                  "maximum": 50, "minimum": 1}
             assert "first" in search.description and "get_symbol" in search.description
             assert tools["search_code"].annotations.read_only_hint is True
             assert tools["reindex"].annotations.read_only_hint is False

@@ -147,7 +147,7 @@ def test_bats_files_are_bash_by_extension_and_by_shebang(tmp_path):
     assert got.languages == {"test/libexec/run-tests": "bash", "test/version.bats": "bash"}
     spans = ASTChunker(max_tokens=40).chunk(BATS, path="test/version.bats")
     assert {s.language for s in spans} == {"bash"} and "".join(s.text for s in spans) == BATS
-    assert [s.name for s in spans if s.kind == "function"] == ["setup"]
+    assert [s.name for s in spans if s.kind == "function"][:2] == ["setup", "prints the version"]
 
 
 # One small file per language of the README's table (Python, JavaScript, TypeScript, TSX, Bash, Markdown, notebooks,
@@ -195,10 +195,8 @@ def test_index_directory_selects_every_file_kind_the_walker_does(tmp_path):
     expected = sorted(PER_LANGUAGE)
     assert walk(tmp_path).files == expected
     idx = CodeIndex(chunker=ASTChunker(max_tokens=256))
-    # Kotlin and Swift are selected (the walk above) but their analysis fails today (issue 22, item 5: another
-    # branch fixes it); they are left out of this run only.
-    report = idx.index_directory(tmp_path, exclude=["kotlin/*", "swift/*"])
-    assert sorted(report.added) == [p for p in expected if not p.startswith(("kotlin/", "swift/"))]
+    report = idx.index_directory(tmp_path)
+    assert sorted(report.added) == expected
     assert not report.failed
     languages = {p: detect_language(p) for p in expected}
     assert {"python", "javascript", "typescript", "tsx", "bash", "markdown", "text", "html", "vue", "svelte",
@@ -334,3 +332,67 @@ def test_skip_reasons_name_the_gitignore_relatively_and_a_dangling_symlink_as_on
     assert got["gone.py"] == ("special", f"dangling symlink to {str(tmp_path / 'removed.py')!r}: its target does not "
                                          "exist")
     assert str(tmp_path) not in got["scratch/"][1]
+
+
+# ------------------------------------------------------------------------------- 7 (leftover): Bats test names
+
+BATS_FILE = """\
+#!/usr/bin/env bats
+
+load 'test_helper/bats-support/load'
+load 'test_helper/bats-assert/load'
+
+setup() {
+  TMP="$(mktemp -d)"
+  export PATH="$BATS_TEST_DIRNAME/../bin:$PATH"
+}
+
+teardown() {
+  rm -rf "$TMP"
+}
+
+@test "install creates the prefix directory" {
+  run rbenv-install --prefix "$TMP/ruby" 3.3.0
+  assert_success
+  [ -d "$TMP/ruby" ]
+}
+
+@test 'install fails on an unknown version' {
+  run rbenv-install 0.0.0
+
+  assert_failure
+  assert_output --partial "definition not found: 0.0.0"
+}
+
+@test "uninstall removes the version" {
+  mkdir -p "$TMP/versions/3.3.0"
+  run rbenv-uninstall -f 3.3.0
+  assert_success
+  [ ! -d "$TMP/versions/3.3.0" ]
+}
+"""
+
+
+@pytest.mark.parametrize("budget", [48, 64, 128])
+def test_bats_tests_are_spans_named_by_their_test(budget):
+    spans = ASTChunker(max_tokens=budget).chunk(BATS_FILE, path="test/install.bats")
+    assert "".join(s.text for s in spans) == BATS_FILE
+    tests = ("install creates the prefix directory", "install fails on an unknown version",
+             "uninstall removes the version")
+    for name in tests:
+        named = [s for s in spans if s.name == name]
+        assert named and all(s.kind == "function" for s in named), (name, [(s.name, s.text[:30]) for s in spans])
+        body = BATS_FILE[BATS_FILE.index(name) - len('@test "'):]
+        body = body[: body.index("\n}\n") + 3]
+        assert "".join(s.text for s in named).strip() == body.strip()  # the whole test, nothing else
+    assert {s.name for s in spans} >= {"setup", "teardown", *tests}
+
+
+def test_a_bats_test_is_found_by_its_name_in_the_index(tmp_path):
+    put(tmp_path, "test/install.bats", BATS_FILE)
+    idx = CodeIndex(chunker=ASTChunker(max_tokens=64))
+    idx.index_directory(tmp_path)
+    hits = idx.get_symbol("install fails on an unknown version")
+    text = "".join(h.text for h in hits)
+    assert text.startswith("@test 'install fails on an unknown version' {") and "assert_failure" in text
+    assert "uninstall" not in text

@@ -62,7 +62,7 @@ def _tokens(reply) -> int:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(budget=st.integers(min_value=150, max_value=6000), k=st.integers(min_value=1, max_value=8),
+@given(budget=st.integers(min_value=150, max_value=6000), k=st.none() | st.integers(min_value=1, max_value=8),
        query=st.sampled_from(["decode a JSON document", "wrap a paragraph", "heap push pop", "shell-like split",
                               "JSONEncoder iterencode", "dedent"]))
 def test_search_reply_never_exceeds_its_budget(served, budget, k, query):
@@ -73,6 +73,27 @@ def test_search_reply_never_exceeds_its_budget(served, budget, k, query):
     assert reply.data["max_tokens"] == limit and reply.data["clamped"] == (budget > 4000)
     shown = [h for h in reply.data["hits"] if h["in_context"]]
     assert shown, "the best hit is always in the context (cut, if it must be)"
+
+
+def test_without_k_the_reply_fills_its_budget_as_the_core_does(served):
+    """Leftover of issue 22: the server's default k was 4 while CodeRetriever fills the budget (k=None); now the
+    server, its command line and the core agree."""
+    from llmc_splitters.cli import build_parser
+
+    assert ServiceSettings().k is None
+    assert build_parser().parse_args(["mcp"]).k is None
+    service, _root = served
+    query = "decode a JSON document"
+    four = service.search_code(query, max_tokens=4000, k=4)
+    filled = service.search_code(query, max_tokens=4000)
+    assert _tokens(filled) <= 4000
+    shown = [h for h in filled.data["hits"] if h["in_context"]]
+    assert len(shown) > len([h for h in four.data["hits"] if h["in_context"]])
+    # Only candidates up to the last one taken are listed, not all 50.
+    assert filled.data["hits"][-1]["in_context"]
+    # The context is the core's fill of the same budget's candidates.
+    direct = service._retriever().retrieve(query, k=None, max_context_tokens=filled.data["context_tokens"])
+    assert [h["path"] for h in shown][:1] == [direct.hits[0].span.path]
 
 
 def test_a_budget_too_small_for_one_hit_says_what_is_enough(served):

@@ -259,7 +259,9 @@ SPLIT = {
     "llmc_splitters.chunking.analysis": {
         "llmc_splitters.chunking.analysis.bindings": ["ImportInfo", "file_imports", "module_names"],
         "llmc_splitters.chunking.analysis.references": ["identifiers", "references"],
-        "llmc_splitters.chunking.analysis.skeletons": ["body_placeholder", "header_end", "skeleton"],
+        "llmc_splitters.chunking.analysis.skeletons": [
+            "SkeletonEntry", "body_placeholder", "header_end", "skeleton", "skeleton_entries",
+        ],
     },
 }
 

@@ -27,10 +27,14 @@ class Labeler:
     def label(self, leaves: list[Leaf]) -> None:
         """Set each leaf's ``kind``, ``name`` and metadata (see the module docstring)."""
         parts: dict[int, int] = {}
+        bats_test: str | None = None  # the Bats test (`@test "name" {` ... `}`) the leaves are inside
         for leaf in leaves:
             scope = leaf.scope
             spec = scope.spec
             first = leaf.units[0]
+            defs = [u for u in leaf.units if u.role == "def" and u.info is not None]
+            if first.role != "def" and len(defs) == 1 and not (scope.info is not None and leaf.start == scope.start):
+                first = defs[0]  # a fragment joined to a definition (packing): the leaf is that definition
             if first.role == "def" and first.info is not None:
                 info = first.info
                 leaf.kind, leaf.name = info.kind, info.qname
@@ -62,6 +66,8 @@ class Labeler:
                     self._label_embedded(leaf, embedded[0], rename=False)
                 if leaf.name is None and scope.name is not None:
                     leaf.name = scope.name
+            if scope.spec.name == "bash" and scope.info is None:
+                bats_test = self._bats(leaf, bats_test)
             if scope.info is not None or scope.kind == "code":
                 parts[id(scope)] = parts.get(id(scope), 0) + 1
                 leaf.meta["split"] = True
@@ -71,6 +77,37 @@ class Labeler:
             if scope.kind == "code":
                 leaf.meta["code_language"] = scope.meta.get("code_language")
             self._context(leaf)
+
+    def _bats(self, leaf: Leaf, current: str | None) -> str | None:
+        """Name a leaf of a Bats test after the test; return the test still open after the leaf.
+
+        Bash parses ``@test "adds two numbers" {`` as a command whose arguments are the name and ``{``, and the
+        test's closing ``}`` as a command of its own: a test is the statements from the one to the other (what the
+        ``bats`` preprocessor turns into a function).
+        """
+        data = self.engine.data
+        # Only a leaf that begins with a test (or lies inside one) is named after it, not a file that holds tests.
+        nameable = current is not None
+        code = [u for u in leaf.units if u.category != "neutral"]
+        for u in code:
+            node = u.node
+            if node is None or node.type != "command":
+                continue
+            head = node.child_by_field_name("name")
+            args = node.children_by_field_name("argument")
+            word = data[head.start_byte : head.end_byte] if head is not None else b""
+            if word == b"@test" and args and data[args[-1].start_byte : args[-1].end_byte] == b"{":
+                raw = data[args[0].start_byte : args[0].end_byte].decode("utf-8", "replace")
+                current = raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"" else raw
+                if leaf.name is None and (nameable or u is code[0]):
+                    leaf.kind, leaf.name = "function", current
+            elif word == b"}" and not args and current is not None:
+                if leaf.name is None and nameable:
+                    leaf.kind, leaf.name = "function", current
+                current = None
+        if nameable and current is not None and leaf.name is None:
+            leaf.kind, leaf.name = "function", current
+        return current
 
     def _label_embedded(self, leaf: Leaf, unit: Any, rename: bool = True) -> bool:
         """A whole fence or ``<script>``: record its language, and (``rename``) name the leaf after its single

@@ -8,10 +8,17 @@ up to the budget:
   packed with other statements.
 * Near the budget the group's exact count decides; a group that must end prefers its last blank line (when that
   keeps at least half of it), else a line start, else leaves the comments right above the next unit to that unit.
-  In prose (``paragraph_groups``), a blank line ends a group that holds a quarter of the budget.
+  In prose (``paragraph_groups``), a blank line ends a group that holds a quarter of the budget, and a Bats test
+  (``@test "name" {``) begins one.
 * A group that does not fit after all (counts are not exactly additive) sheds units from its end into the next.
 * A small group (under a budget/8 tokens: a closing brace, a last statement) joins a neighbour of its category when
   the join fits, and a leaf of nothing but whitespace joins the leaf before it.
+* A fragment that cannot stand alone (a leaf of at most 10 tokens, not a definition nor imports) joins its neighbour in
+  the same scope across what packing keeps apart (a definition, a change of category, a split string) when the
+  join fits: a header (it opens a block, or begins a split definition: ``class Typer:``) the leaf after it,
+  anything else (a closing ``}``, ``main()``, the closing quotes of a split docstring) the leaf before it, else
+  the other. Imports stay a leaf of their own, and a definition takes only what trails it and the header of its
+  own split scope; a leaf so joined to one definition is labelled as that definition.
 
 Pure functions over the units, the file's bytes and its :class:`~llmc_splitters.chunking.counting.RangeCounter`.
 """
@@ -23,6 +30,9 @@ from .units import Leaf, Unit
 
 # A packed group under budget / this many tokens joins a neighbouring group of its run when the join fits.
 _SMALL_LEAF_DIV = 8
+# A leaf of at most this many tokens (budget/8 under a small budget) that is not a definition nor imports is a
+# fragment: it joins a neighbour even across a definition or a change of category.
+_FRAGMENT_TOKENS = 10
 
 
 def merge(units: list[Unit], data: bytes, counter: RangeCounter) -> list[Leaf]:
@@ -45,7 +55,7 @@ def merge(units: list[Unit], data: bytes, counter: RangeCounter) -> list[Leaf]:
             tokens = counter.count(start, end)
             leaves.append(Leaf(start, end, u.scope, "", None, tokens, group, {}))
         i = j
-    return _absorb_blank(leaves, data, counter)
+    return _join_fragments(_absorb_blank(leaves, data, counter), data, counter)
 
 
 def _absorb_blank(leaves: list[Leaf], data: bytes, counter: RangeCounter) -> list[Leaf]:
@@ -64,6 +74,58 @@ def _absorb_blank(leaves: list[Leaf], data: bytes, counter: RangeCounter) -> lis
             prev.units = [*prev.units, *leaf.units]
             continue
         out.append(leaf)
+    return out
+
+
+def _is_fragment(leaf: Leaf, limit: int) -> bool:
+    return leaf.tokens <= limit and all(u.role in ("glue", "piece") for u in leaf.units) and not all(
+        u.category in ("import", "neutral") for u in leaf.units)
+
+
+def _takes(neighbour: Leaf, fragment: Leaf, after: bool) -> bool:
+    """Whether ``neighbour`` (after the fragment, or before it) may take ``fragment``: imports stay their own
+    leaf, and a definition takes what trails it (a closing brace, a last statement) and, after it, only the header
+    of the split definition it begins."""
+    if any(u.category == "import" for u in neighbour.units):
+        return False
+    if not any(u.role == "def" for u in neighbour.units):
+        return True
+    return not after or fragment.scope.info is not None and fragment.start == fragment.scope.start
+
+
+def _opens(leaf: Leaf, data: bytes) -> bool:
+    """The leaf is a header: it begins a split definition, or its code ends by opening a block."""
+    if leaf.scope.info is not None and leaf.start == leaf.scope.start:
+        return True
+    return data[leaf.start : leaf.end].rstrip()[-1:] in (b":", b"{", b"(", b"[")
+
+
+def _join_fragments(leaves: list[Leaf], data: bytes, counter: RangeCounter) -> list[Leaf]:
+    """Join each fragment to a neighbour of its scope (see the module docstring); leaves stay contiguous."""
+    limit = max(1, min(_FRAGMENT_TOKENS, counter.budget // _SMALL_LEAF_DIV))
+    out = list(leaves)
+    k = 0
+    while k < len(out):
+        leaf = out[k]
+        if not _is_fragment(leaf, limit):
+            k += 1
+            continue
+        before = k - 1 if k > 0 and out[k - 1].scope is leaf.scope else None
+        after = k + 1 if k + 1 < len(out) and out[k + 1].scope is leaf.scope else None
+        order = (after, before) if _opens(leaf, data) else (before, after)
+        for m in order:
+            if m is None or not _takes(out[m], leaf, after=m > k):
+                continue
+            a, b = (out[m], leaf) if m < k else (leaf, out[m])
+            tokens = counter.count(a.start, b.end)
+            if tokens > counter.budget:
+                continue
+            out[min(m, k)] = Leaf(a.start, b.end, a.scope, "", None, tokens, [*a.units, *b.units], {})
+            del out[max(m, k)]
+            k = min(m, k) + 1  # a joined leaf is not joined again: fragments do not snowball
+            break
+        else:
+            k += 1
     return out
 
 
@@ -88,8 +150,9 @@ def _pack(run: list[Unit], data: bytes, counter: RangeCounter) -> list[list[Unit
         t = counter.estimate(u.start, u.end)
         cat_break = bool(group) and (cats[k] != cats[k - 1])
         breaks = cat_break
-        if group and not breaks and paragraphs and _blank_before(data, u.start) and total >= budget // 4:
-            breaks = True
+        if group and not breaks and paragraphs and (_blank_before(data, u.start) and total >= budget // 4
+                                                    or _bats_test(u, data)):
+            breaks = True  # a Bats test (`@test "name" {`) begins a leaf of its own
         if group and not breaks and budget < total + t <= budget + budget // 4:
             # Near the budget the estimate decides where a leaf ends: count exactly (a wrong "over" leaves a
             # small leaf behind, e.g. a function's closing brace).
@@ -199,6 +262,10 @@ def _pack_exact(units: list[Unit], counter: RangeCounter) -> list[list[Unit]]:
     if group:
         groups.append(group)
     return groups
+
+
+def _bats_test(u: Unit, data: bytes) -> bool:
+    return u.node is not None and u.node.type == "command" and data[u.start : u.end].lstrip().startswith(b"@test")
 
 
 def _line_start(data: bytes, pos: int) -> bool:

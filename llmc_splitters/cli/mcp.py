@@ -83,7 +83,9 @@ def add_parser(sub: Any) -> None:
                    "or the hard cap if that is lower")
     p.add_argument("--hard-cap", type=positive, default=25000,
                    help="largest reply budget a request may ask for; larger requests are clamped (default 25000)")
-    p.add_argument("--k", type=positive, default=4, help="default number of hits of search_code (default 4)")
+    p.add_argument("--k", type=positive, default=None,
+                   help="default number of hits of search_code (default: as many as fill the reply budget, as the "
+                   "library's CodeRetriever does)")
     p.add_argument("--freshness", choices=("watch", "refresh", "off"), default="watch",
                    help="how the index follows the tree (with PATH or a recorded root): watch (a file watcher, the "
                    "default), refresh (a stat check before each request), off (PATH is still indexed on start)")
@@ -111,7 +113,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         args.max_tokens = min(8000, args.hard_cap)
     if args.max_tokens > args.hard_cap:
         raise CliError(f"error: --max-tokens ({args.max_tokens}) is over --hard-cap ({args.hard_cap})", ExitCode.USAGE)
-    if args.k > 50:
+    if args.k is not None and args.k > 50:
         raise CliError(f"error: --k must be at most 50, got {args.k}", ExitCode.USAGE)
     token = os.environ.get("LLMC_MCP_TOKEN") or None
     if args.http is not None:

@@ -32,8 +32,12 @@ def compact_json(data: Any) -> str:
 
 
 def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], confidence: float, budget: int,
-               notes: list[str], *, clamped: bool) -> Reply:
-    """The search reply with the largest context that keeps text + data within ``budget`` (counted, not estimated)."""
+               notes: list[str], *, clamped: bool, fill: bool = False) -> Reply:
+    """The search reply with the largest context that keeps text + data within ``budget`` (counted, not estimated).
+
+    ``fill``: ``hits`` are candidates, taken while they fit (the core's fill, see
+    :func:`~llmc_splitters.retrieval.expand.expand`); only hits up to the last one taken are listed.
+    """
     from ..retrieval.expand import expand
 
     count = retriever.tokenizer.count
@@ -48,15 +52,28 @@ def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], con
         if total > budget:
             raise RequestError(f"max_tokens {budget} is too small for any reply; use at least {total + 50}")
         return reply
+    top = len(hits)
+    while fill:
+        # Listing fewer candidates leaves more room, which may take more of those still listed: stop when the
+        # hits taken reach the end of the list.
+        _bare, overhead = render(None, top, shown_all=True)
+        exp = expand(contexts[:top], max(budget - overhead, 1), count, cut=retriever.tokenizer.cut,
+                     marker=retriever.marker, fill=True)
+        taken = [i for i in range(top) if (i, "hit") not in exp.dropped]
+        last = taken[-1] + 1 if taken else 1
+        if last >= top:
+            break
+        top = last
     # List as many hits as leave room for the best one's context; list fewer when the budget is tight.
     fallback: Reply | None = None
-    for listed in range(len(hits), 0, -1):
+    for listed in range(top, 0, -1):
         _bare, overhead = render(None, listed, shown_all=True)
         room = budget - overhead
         for _ in range(4):
             if room <= 0:
                 break
-            exp = expand(contexts[:listed], room, count, cut=retriever.tokenizer.cut, marker=retriever.marker)
+            exp = expand(contexts[:listed], room, count, cut=retriever.tokenizer.cut, marker=retriever.marker,
+                         fill=fill)
             reply, total = render(exp, listed)
             if total <= budget:
                 if (0, "hit") not in exp.dropped:

@@ -177,7 +177,8 @@ def build_server(service: CodeService, *, name: str = "llmc-splitters") -> MCPSe
         max_tokens: Annotated[int | None, Field(
             description=f"Budget of the whole reply (default {s.max_tokens}, at most {s.hard_cap}).",
             json_schema_extra={"minimum": 1})] = None,
-        k: Annotated[int | None, Field(description=f"Hits (default {s.k}).",
+        k: Annotated[int | None, Field(description="Hits (default: as many as fit max_tokens)." if s.k is None
+                                       else f"Hits (default {s.k}).",
                                        json_schema_extra={"minimum": 1, "maximum": s.max_k})] = None,
         path: Annotated[str | None, Field(description="Only this file, directory or glob ('src/**/*.ts').")] = None,
         language: Annotated[str | None, Field(description="Only this language (python, typescript, ...).")] = None,

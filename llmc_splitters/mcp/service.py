@@ -51,20 +51,21 @@ class ServiceSettings:
     Attributes:
         max_tokens: Default reply budget (``search_code`` without ``max_tokens``; every ``get_*`` reply).
         hard_cap: Largest reply budget a request may ask for; larger ones are clamped.
-        k: Default number of hits.
+        k: Default number of hits; ``None`` (the default, as in the core ``CodeRetriever``): as many as fill the
+            budget, from the ``max_k`` best.
         max_k: Largest ``k`` a request may ask for.
     """
 
     max_tokens: int = 8000
     hard_cap: int = 25000
-    k: int = 4
+    k: int | None = None
     max_k: int = 50
 
     def __post_init__(self) -> None:
         if not 0 < self.max_tokens <= self.hard_cap:
             msg = f"max_tokens must be in 1..hard_cap ({self.hard_cap}), got {self.max_tokens}"
             raise ValueError(msg)
-        if not 0 < self.k <= self.max_k:
+        if self.k is not None and not 0 < self.k <= self.max_k:
             msg = f"k must be in 1..{self.max_k}, got {self.k}"
             raise ValueError(msg)
 
@@ -214,7 +215,7 @@ class CodeService:
                                             f"{self.settings.hard_cap}")
         return max_tokens, None
 
-    def _k(self, k: Any) -> int:
+    def _k(self, k: Any) -> int | None:
         if k is None:
             return self.settings.k
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.settings.max_k:
@@ -267,7 +268,7 @@ class CodeService:
         Args:
             query: Words, identifiers, code or an error message.
             max_tokens: Reply budget (default and hard cap: :class:`ServiceSettings`).
-            k: Hits to expand.
+            k: Hits to expand (default :attr:`ServiceSettings.k`; ``None`` fills the budget).
             path: Only files under this path (a file or directory, relative to the root).
             language: Only files in this language (``python``, ``typescript``, ...).
 
@@ -293,7 +294,8 @@ class CodeService:
             return fit_search(retriever, [], [], 0.0, budget, notes, clamped=clamp_note is not None)
         with retriever.index.span_store.snapshot():
             where = _path_filter(retriever.index.span_store, prefix) if prefix else None
-            hits, confidence, contexts = search_with_contexts(retriever, query, k, where, lang)
+            hits, confidence, contexts = search_with_contexts(retriever, query, k or self.settings.max_k, where,
+                                                              lang)
             self.search_ready = True
             if not hits and (where or lang):
                 # A filter that lets nothing through is a bad argument, not words that match nothing.
@@ -302,7 +304,8 @@ class CodeService:
                     raise RequestError(f"{unmatched}; or omit {'path' if where else 'language'}")
                 given = " ".join(f"{k}={v!r}" for k, v in (("path", where), ("language", lang)) if v)
                 notes.append(f"indexed files match the filters ({given}), but none of their code matches these words")
-            return fit_search(retriever, hits, contexts, confidence, budget, notes, clamped=clamp_note is not None)
+            return fit_search(retriever, hits, contexts, confidence, budget, notes, clamped=clamp_note is not None,
+                              fill=k is None)
 
     # ----------------------------------------------------------------------------------------------- slices
 

@@ -106,14 +106,15 @@ def notebook_neighbours(store: SpanStore, span: Span) -> tuple[Snippet, ...]:
 
 def binding_lines(path: str | None, bindings: Sequence[dict[str, Any]], used: Iterable[int],
                   names: set[str] | None = None) -> list[Snippet]:
-    """The lines of the used bindings a hit needs: a one-line binding whole; of a longer one (a parenthesised
-    import, a multi-line constant), its first line and the lines that name what the hit uses, never the block."""
+    """The lines of the used bindings a hit needs: a one-line binding whole, and a type (a TypeScript ``type`` or
+    ``interface``, a Python ``type`` alias) whole, since its lines are what the name means; of a longer import or
+    constant, its first line and the lines that name what the hit uses, never the block."""
     out: list[Snippet] = []
     for i in sorted(set(used)):
         if not 0 <= i < len(bindings):
             continue
         b = bindings[i]
-        if b["start_line"] == b["end_line"]:
+        if b["start_line"] == b["end_line"] or b.get("kind") == "type":
             out.append(Snippet(path, b["start"], b["end"], b["start_line"], b["end_line"], b["text"]))
             continue
         wanted = {n for n in (names or ()) if n in set(b.get("names") or ())}

@@ -286,30 +286,19 @@ def _merge(cands: list[_Cand]) -> list[Piece]:
     return out
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
 def _without_shown(skeleton: str, shown: set[str]) -> str:
-    """A skeleton without the entries already shown verbatim: a signature (with the docstring and ``...`` lines
-    indented under it) or any other line that is in the context already."""
+    """A skeleton without the members already shown verbatim: a member goes whole (its multi-line signature, doc
+    line, decorators and placeholder) when every line of its signature is in the context, so what is left stays
+    balanced code; the header and the closing line always stay."""
+    from ..chunking.analysis import skeleton_entries
+
     out: list[str] = []
-    skip_under: int | None = None
-    for i, line in enumerate(skeleton.splitlines(keepends=True)):
-        text = line.strip()
-        if i == 0:
-            out.append(line)  # the scope's own header: the skeleton hangs from it
+    for entry in skeleton_entries(skeleton):
+        if entry.role == "member" and entry.signature and all(line in shown for line in entry.signature):
             continue
-        if skip_under is not None:
-            if text and _indent(line) > skip_under:
-                continue
-            skip_under = None
-        if text and text != "..." and text in shown:
-            skip_under = _indent(line)
-            continue
-        if not text and (len(out) == 1 or not out[-1].strip()):
+        if entry.role == "blank" and (len(out) == 1 or not out or not out[-1].strip()):
             continue  # no blank line under the header, nor two in a row (what was left out leaves no gap)
-        out.append(line)
+        out.extend(entry.lines)
     return "".join(out)
 
 

@@ -17,8 +17,9 @@ Steps 3 and 4 run on a writer thread, one group at a time and in order, while th
 files (at most two groups wait): SQLite, tantivy and the embedding model release the GIL, so writing and embedding
 overlap chunking.
 
-SIGINT and SIGTERM during a run do not throw work away: the file being prepared is finished, every prepared file is
-written, and :class:`IndexInterrupted` (a ``KeyboardInterrupt``) says how many files were kept. A SIGKILL loses at
+SIGINT and SIGTERM during a run stop it at once and keep what is done: the file being chunked or laid out is dropped
+(however large it is; the next run indexes it), every file prepared before it is written, and
+:class:`IndexInterrupted` (a ``KeyboardInterrupt``) says how many files were kept. A SIGKILL loses at
 most the files of the group in flight; the next run finds them unchanged-but-missing and redoes them.
 """
 
@@ -116,12 +117,21 @@ class Item:
     stat: tuple[int, int] | None = None
 
 
+class _Abandon(BaseException):
+    """Raised by the signal handler inside :meth:`_StopFlag.abandoning`: the work of that region is dropped."""
+
+
 class _StopFlag:
-    """SIGINT/SIGTERM set a flag instead of raising, while a run is in progress (main thread only)."""
+    """SIGINT/SIGTERM set a flag instead of raising, while a run is in progress (main thread only).
+
+    Inside :meth:`abandoning` (preparing one file, whose work nothing else depends on) the handler also raises
+    :class:`_Abandon`, so a file that takes minutes to chunk does not hold the stop back.
+    """
 
     def __init__(self) -> None:
         self.signal_name: str | None = None
         self._old: dict[int, Any] = {}
+        self._abandoning = False
 
     def __enter__(self) -> _StopFlag:
         if threading.current_thread() is threading.main_thread():
@@ -136,6 +146,30 @@ class _StopFlag:
         if self.signal_name is not None and signum == signal.SIGINT:
             raise KeyboardInterrupt  # a second Ctrl-C: stop now (the group in flight is redone next run)
         self.signal_name = signal.Signals(signum).name
+        if self._abandoning:
+            self._abandoning = False
+            raise _Abandon
+
+    @contextlib.contextmanager
+    def abandoning(self) -> Iterator[None]:
+        """A region a signal interrupts (raising :class:`_Abandon` out of it) instead of waiting for its end."""
+        self._abandoning = self.signal_name is None
+        try:
+            yield
+        finally:
+            self._abandoning = False
+
+    @contextlib.contextmanager
+    def shielded(self) -> Iterator[None]:
+        """Inside :meth:`abandoning`, a write a signal must not cut; a signal meanwhile drops the region after it."""
+        was, self._abandoning = self._abandoning, False
+        try:
+            yield
+        finally:
+            self._abandoning = was
+        if was and self.signal_name is not None:
+            self._abandoning = False
+            raise _Abandon
 
     def __exit__(self, *exc: Any) -> None:
         for sig, old in self._old.items():
@@ -196,31 +230,45 @@ class Indexer:
     def _prepare(self, source: Iterable[tuple[Item, SpanTree | str | None]], markers: dict[str, Any], fp: str,
                  report: IndexReport, stop: _StopFlag, writer: _GroupWriter) -> None:
         """Chunk and lay out each file of ``source``; hand each full group to ``writer``."""
-        chunking, dense = self.parts.chunking, self.parts.dense
         group: list[PreparedFile] = []
-        for it, outcome in source:
-            if isinstance(outcome, str):
-                report.failed[it.path] = outcome
-                continue
+        pending = iter(source)
+        while stop.signal_name is None:
             try:
-                tree = outcome if outcome is not None else chunk(chunking.chunker, it.path, it.text or "")
-                how = _split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass")))
-                if how:
-                    report.split[it.path] = how
-                prepared = build_file(it.path, it.text or "", tree, file_hash=sha(it.text or ""), settings=fp,
-                                      stat=it.stat, summarizer=chunking.summarizer,
-                                      view=dense.view if dense is not None else None)
-            except LlmcError as exc:
-                report.failed[it.path] = str(exc)
+                # A signal drops the file in hand (reading, chunking or laying it out) rather than wait for it.
+                with stop.abandoning():
+                    step = next(pending, None)
+                    prepared = None if step is None else self._prepare_one(*step, fp, report)
+            except _Abandon:
+                break
+            if step is None:
+                break
+            if prepared is None:
                 continue
-            prepared.update = it.path in markers
+            prepared.update = prepared.path in markers
             group.append(prepared)
             if len(group) >= _GROUP_FILES or sum(len(g.write.rows) for g in group) >= _GROUP_ROWS:
                 writer.submit(group)
                 group = []
-            if stop.signal_name is not None:
-                break
         writer.submit(group)
+
+    def _prepare_one(self, it: Item, outcome: SpanTree | str | None, fp: str,
+                     report: IndexReport) -> PreparedFile | None:
+        """Chunk (unless ``outcome`` is the tree or a failure) and lay out one file; ``None`` when it failed."""
+        chunking, dense = self.parts.chunking, self.parts.dense
+        if isinstance(outcome, str):
+            report.failed[it.path] = outcome
+            return None
+        try:
+            tree = outcome if outcome is not None else chunk(chunking.chunker, it.path, it.text or "")
+            how = _split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass")))
+            if how:
+                report.split[it.path] = how
+            return build_file(it.path, it.text or "", tree, file_hash=sha(it.text or ""), settings=fp,
+                              stat=it.stat, summarizer=chunking.summarizer,
+                              view=dense.view if dense is not None else None)
+        except LlmcError as exc:
+            report.failed[it.path] = str(exc)
+            return None
 
     def _changed(self, items: Iterable[Item], markers: dict[str, Any], fp: str, report: IndexReport,
                  stop: _StopFlag) -> Iterator[Item]:
@@ -245,13 +293,16 @@ class Indexer:
                 if text is None:
                     if failure is not None:
                         report.failed[it.path] = failure
-                    elif self.remove([it.path]):  # gone since it was listed
-                        report.removed.append(it.path)
+                    else:
+                        with stop.shielded():
+                            if self.remove([it.path]):  # gone since it was listed
+                                report.removed.append(it.path)
                     continue
                 it.text = text
             if m is not None and m.settings == fp and m.hash == sha(it.text):
                 if it.stat is not None and (m.size, m.mtime_ns) != it.stat:
-                    self.store.touch(it.path, *it.stat)
+                    with stop.shielded():
+                        self.store.touch(it.path, *it.stat)
                 report.unchanged.append(it.path)
                 continue
             yield it

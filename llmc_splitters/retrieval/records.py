@@ -17,8 +17,10 @@ Pure apart from the chunker's grammar: the serial index, the process-pool index 
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -50,15 +52,6 @@ def _line_bounds(data: bytes, start: int, end: int) -> tuple[int, int]:
     s = data.rfind(b"\n", 0, start) + 1
     e = data.find(b"\n", max(start, end - 1))
     return s, (len(data) if e < 0 else e + 1)
-
-
-def _line_of(data: bytes, pos: int) -> int:
-    return data.count(b"\n", 0, pos) + 1
-
-
-def _end_line(data: bytes, start: int, end: int) -> int:
-    """1-based line of the last byte of ``[start, end)`` (a final ``\\n`` belongs to the line it ends)."""
-    return _line_of(data, max(start, end - 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,11 +173,16 @@ def analyze(tree: SpanTree, data: bytes) -> FileInfo:
     names = [analysis.ImportInfo.from_dict(d) for d in md["module_names"]] if "module_names" in md else \
         analysis.module_names(node_root, data, grammar)
     name_to_binding: dict[str, int] = {}
-    for imp in [*imports, *names]:
+    bindings = [*imports, *names]
+    # Line numbers from one list of newline offsets: counting newlines from the top for each binding is quadratic
+    # in a file of many module-level names.
+    newlines = [m.start() for m in re.finditer(b"\n", data)] if bindings else []
+    for imp in bindings:
         s, e = _line_bounds(data, imp.start_byte, imp.end_byte)
         idx = len(info.bindings)
         info.bindings.append({
-            "start": s, "end": e, "start_line": _line_of(data, s), "end_line": _end_line(data, s, e),
+            "start": s, "end": e, "start_line": bisect.bisect_left(newlines, s) + 1,
+            "end_line": bisect.bisect_left(newlines, max(s, e - 1)) + 1,
             "text": data[s:e].decode("utf-8", "replace"), "names": list(imp.names), "kind": imp.kind,
         })
         for n in imp.names:
@@ -249,10 +247,12 @@ def analyze(tree: SpanTree, data: bytes) -> FileInfo:
         if doc is not None:
             raw = doc.text.decode("utf-8", "replace")
             info.docstring = raw.strip("\"'rRbBuU \n")
+    listed: set[str] = set()
     for span in tree.spans:
         if span.parent_id == root_span.id and span.name and span.kind not in ("imports", "block", "comment"):
-            if any(sym[1] == span.name for sym in info.top_symbols):
+            if span.name in listed:
                 continue
+            listed.add(span.name)
             sig = span.metadata.get("signature") or span.text.split("\n", 1)[0]
             info.top_symbols.append((span.kind, span.name, str(sig).strip()))
     return info

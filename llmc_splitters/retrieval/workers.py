@@ -151,5 +151,9 @@ def chunk_in_processes(
                 yield path, text, f"could not chunk {path}: {type(exc).__name__}: {exc}"
                 continue
             yield path, text, (_tree_from_rows(value) if status == "ok" else value)
+    except BaseException:
+        # Stopped mid-run (a signal in the caller): the files in flight are dropped, not waited for.
+        _discard(pool)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

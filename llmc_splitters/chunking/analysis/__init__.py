@@ -19,6 +19,7 @@ Each pass has a module of its own; every name imports from here too.
       signature and first docstring line, with bodies elided (``...`` in Python, ``{ /* … */ }`` in JS/TS).
     * :func:`header_end` - where a class/function header ends (the ``class A(B):`` line), for a one-line context.
     * :func:`body_placeholder` - what stands for an elided body (``...`` in Python).
+    * :func:`skeleton_entries` - a skeleton's header, members (each whole) and closing line.
 
 What they share (a node's text, line bounds, unwrapping decorators and ``export``, a tree walk) is in
 :mod:`._syntax`.
@@ -40,7 +41,7 @@ from __future__ import annotations
 
 from .bindings import ImportInfo, file_imports, module_names
 from .references import identifiers, references
-from .skeletons import body_placeholder, header_end, skeleton
+from .skeletons import SkeletonEntry, body_placeholder, header_end, skeleton, skeleton_entries
 
 # Private names read from here today: a Python module's docstring node (the chunker, retrieval.records) and the
 # compiled-query cache (the thread tests start from cold caches).
@@ -56,4 +57,6 @@ __all__ = [
     "skeleton",
     "header_end",
     "body_placeholder",
+    "SkeletonEntry",
+    "skeleton_entries",
 ]

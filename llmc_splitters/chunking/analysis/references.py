@@ -59,7 +59,12 @@ def _query(language: str, kind: str) -> Any | None:
             elif language == "bash":
                 src = "(command_name) @call"
             elif lang.id_for_node_kind("call_expression", True):
-                src = "(call_expression function: (_) @call)"
+                # Not every grammar names the callee: Kotlin's and Swift's call_expression has no `function`
+                # field (a query naming it does not compile); there the callee is the first named child.
+                if lang.field_id_for_name("function") is not None:
+                    src = "(call_expression function: (_) @call)"
+                else:
+                    src = "(call_expression . (_) @call)"
         q = tree_sitter.Query(lang, src) if src else None
         _query_cache[key] = q
         return q

@@ -4,6 +4,8 @@
   signature and first docstring line, with bodies elided (``...`` in Python, ``{ /* … */ }`` in JS/TS).
 * :func:`header_end` - where a class/function header ends (the ``class A(B):`` line), for a one-line context.
 * :func:`body_placeholder` - the text that stands for an elided body in a language.
+* :func:`skeleton_entries` - a skeleton's lines grouped into its header, its members (each whole: a multi-line
+  signature, its doc line, its decorators) and its closing line, for a reader that leaves members out.
 
 Python and JavaScript/TypeScript get their own renderings; any other grammar gets a generic one (the node's text
 with the body of every function-like descendant elided).
@@ -12,6 +14,7 @@ with the body of every function-like descendant elided).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ._syntax import _JS_LIKE, _PYTHON, Node, _line_end, _line_start, _text, _unwrap
 
@@ -356,6 +359,92 @@ def _generic(node: Node, data: bytes, placeholder: str) -> str:
     out.append(data[pos : node.end_byte].decode("utf-8", "replace"))
     text = "".join(out)
     return text if text.endswith("\n") else text + "\n"
+
+
+_STRINGS = re.compile(r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`(?:\\.|[^`\\])*`""")
+_COMMENT_TAIL = re.compile(r"//.*|(?:^|\s)#\s.*")
+_ATTACHED = ("/*", "//", "*", "# ", "@")  # a doc line or a decorator: part of the member below it
+
+
+def _depth_change(line: str) -> int:
+    code = _COMMENT_TAIL.sub("", _STRINGS.sub("", line))
+    return sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+
+
+def _indent_width(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+@dataclass(frozen=True)
+class SkeletonEntry:
+    """One entry of a skeleton (see :func:`skeleton_entries`).
+
+    Attributes:
+        role: ``header``, ``member``, ``blank`` or ``close``.
+        lines: Its lines, with their line ends.
+        signature: Its lines that state the signature (stripped), without generated doc lines or the body lines
+            under a Python signature: a member is shown elsewhere when all of these are (a line holding a
+            placeholder never is, so a JS/TS member stays listed).
+    """
+
+    role: str
+    lines: tuple[str, ...]
+    signature: tuple[str, ...]
+
+
+def skeleton_entries(text: str) -> list[SkeletonEntry]:
+    """Group the lines of a :func:`skeleton` into its header, its members and its closing line.
+
+    Brackets (outside strings and comments) decide how far a line continues: a member whose parameters, return
+    type or type literal run over several lines is one entry, with the doc comment and decorators above it and (in
+    Python) the docstring and ``...`` indented under it. Leaving out whole entries keeps a skeleton balanced,
+    where leaving out lines would cut a signature (a lost parameter, a dangling ``): T => { /* … */ }``, a lost
+    closing brace).
+
+    Example:
+        >>> ents = skeleton_entries("class A {\n  f = (\n    a: T,\n  ): U => { /* … */ }\n}\n")
+        >>> [(e.role, len(e.lines)) for e in ents]
+        [('header', 1), ('member', 3), ('close', 1)]
+        >>> ents[1].signature[-1]
+        '): U => { /* … */ }'
+    """
+    lines = text.splitlines(keepends=True)
+    out: list[SkeletonEntry] = []
+    i = depth = 0
+    while i < len(lines):  # the header: up to the line that opens the body (`{` or `:` at its end)
+        depth += _depth_change(lines[i])
+        i += 1
+        if lines[i - 1].rstrip().endswith(("{", ":")) and depth <= 1:
+            break
+    out.append(SkeletonEntry("header", tuple(lines[:i]), tuple(line.strip() for line in lines[:i])))
+    base = depth
+    while i < len(lines):
+        first = lines[i]
+        if not first.strip():
+            out.append(SkeletonEntry("blank", (first,), ()))
+            i += 1
+            continue
+        entry, signature, d = [first], [], base + _depth_change(first)
+        if not first.lstrip().startswith(_ATTACHED):
+            signature.append(first.strip())
+        i += 1
+        if d < base:
+            out.append(SkeletonEntry("close", (first,), ()))
+            depth = d
+            continue
+        while i < len(lines):
+            line = lines[i]
+            attached = all(x.lstrip().startswith(_ATTACHED) for x in entry)
+            if d > base or attached and line.strip():
+                if not line.lstrip().startswith(_ATTACHED) or d > base:
+                    signature.append(line.strip())
+            elif not (line.strip() and _indent_width(line) > _indent_width(first)):
+                break
+            entry.append(line)
+            d += _depth_change(line)
+            i += 1
+        out.append(SkeletonEntry("member", tuple(entry), tuple(signature)))
+    return out
 
 
 def skeleton(node: Node, data: bytes, language: str | None) -> str:
