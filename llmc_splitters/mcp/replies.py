@@ -36,7 +36,8 @@ def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], con
                notes: list[str], *, clamped: bool, files: Sequence[Any] = ()) -> Reply:
     """The search reply with the largest context that keeps text + data within ``budget`` (counted, not estimated).
 
-    The reply lists the ranked files too (one line each): up to :data:`MAX_FILES`, fewer as fewer hits fit."""
+    The reply lists the ranked files too (one line each): up to :data:`MAX_FILES`, fewer as fewer hits fit (two
+    per hit listed beyond the first; none beside a lone hit)."""
     from ..retrieval.expand import expand
 
     count = retriever.tokenizer.count
@@ -44,7 +45,7 @@ def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], con
     def render(exp: Any, listed: int, *, shown_all: bool = False) -> tuple[Reply, int]:
         shown = [shown_all or (exp is not None and (i, "hit") not in exp.dropped) for i in range(listed)]
         reply = _search_reply(hits[:listed], shown, exp, confidence, budget, notes, clamped,
-                              files[:min(MAX_FILES, max(3, listed))])
+                              files[:min(MAX_FILES, 2 * (listed - 1))])
         return reply, count(reply.text) + count(compact_json(reply.data))
 
     if not hits:

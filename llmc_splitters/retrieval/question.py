@@ -20,7 +20,7 @@ holds: they rank nothing and cost postings.
 
 The **shape** decides how lexical and dense results are fused (see
 :class:`~llmc_splitters.retrieval.ranking.Ranking`): ``symbol`` (one to three words, at least one an identifier:
-``ObjectMapper``, ``parse_headers``, ``where is Flask.route``), ``report`` (a bug report: several lines, a
+``ObjectMapper``, ``where is Flask.route defined``: one word, or up to six with an identifier), ``report`` (a bug report: several lines, a
 traceback, code or more than 40 words) or ``words`` (a question in words).
 
 Example:
@@ -45,6 +45,7 @@ __all__ = ["Frame", "Question", "analyze_question", "weigh", "FRAME_WEIGHT", "CO
 
 FRAME_WEIGHT = 1.0
 """Extra weight of the terms of the frame nearest the error (halved for the next frame, a third for the next...)."""
+SATURATE = True
 COMMON_SHARE = 0.2
 """In a report, a term held by more than this share of the index's documents is dropped."""
 
@@ -66,7 +67,7 @@ _ASKS = {
     "fixture": ("fixture", "fixtures", "mock", "mocks", "testdata"),
     "bench": ("benchmark", "benchmarks", "bench"),
     "docs": ("doc", "docs", "documentation", "documented", "readme", "changelog", "guide", "markdown", "docstring"),
-    "declaration": ("declaration", "declarations", "d.ts", "typings", "interface", "interfaces", "type", "types"),
+    "declaration": ("declaration", "declarations", "typings", "interface", "interfaces", "type", "types"),
     "compat": ("compat", "compatibility", "shim", "polyfill", "backport"),
     "vendored": ("vendor", "vendored", "third_party", "bundled"),
 }
@@ -94,7 +95,8 @@ class Question:
         names: Identifiers the question names, lowercased, whole (``session.send``) and last part (``send``).
         paths: File and module paths it names.
         frames: Its stack frames, nearest the error first.
-        asks_for: Which kinds of usually pushed-down files it asks for (``test``, ``example``, ``docs``...).
+        asks_for: Which kinds of usually pushed-down files it asks for (``test``, ``example``, ``docs``...); none
+            for a report, which asks for the code to fix even when it tells of a test.
     """
 
     text: str
@@ -166,11 +168,13 @@ def analyze_question(text: str) -> Question:
             if v and v not in names:
                 names.append(v)
 
+    inside_dotted: set[str] = set()
     for n in _DOTTED.findall(" ".join([prose, *code])):
         if not _PATH.fullmatch(n) or n.split(".")[-1][0].isupper():
             add_name(n)
+            inside_dotted.update(n.split(".")[:-1])
     for w in [*words, *(w for c in code for w in _WORD.findall(c))]:
-        if _is_identifier(w):
+        if _is_identifier(w) and w not in inside_dotted:  # Session of Session.send names the owner, not the target
             add_name(w)
     for c in code:
         if _WORD.fullmatch(c.strip()):
@@ -182,22 +186,23 @@ def analyze_question(text: str) -> Question:
     multiline = cleaned.count("\n") >= 2
     if frames or code and multiline or n_words > 40 or (multiline and n_words > 15):
         shape = "report"
-    elif n_words <= 3 and (names or n_words == 1):
+    elif n_words == 1 or n_words <= 6 and names:
         shape = "symbol"
     else:
         shape = "words"
     searched = _JS_FRAME.sub(" ", _PY_FRAME.sub(" ", _SH_FRAME.sub(" ", cleaned)))
     frame_text = " ".join(f"{fr.path.rsplit('.', 1)[0]} {fr.function or ''}" for fr in frames)
     counts = Counter(t for t in code_terms(f"{searched}\n{frame_text}") if not (frames and t.isdigit()))
-    terms = {t: 1.0 + math.log(n) for t, n in counts.items()}
+    terms = {t: 1.0 + math.log(n) if SATURATE else float(n) for t, n in counts.items()}
     for fr in frames:
         bonus = 1.0 + FRAME_WEIGHT / (1 + fr.distance)
         stem = fr.path.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
         for t in set(code_terms(f"{fr.function or ''} {stem}")):
             if t in terms:
                 terms[t] = max(terms[t], (1.0 + math.log(counts[t])) * bonus)
-    return Question(text, shape, terms, tuple(names), tuple(paths), tuple(frames),
-                    _asks_for(words + [w for c in code for w in _WORD.findall(c)], text))
+    # A report describes what went wrong, often in the words of a test ("in the test client"); it asks for the code.
+    asks = frozenset() if shape == "report" else _asks_for(words + [w for c in code for w in _WORD.findall(c)], text)
+    return Question(text, shape, terms, tuple(names), tuple(paths), tuple(frames), asks)
 
 
 def weigh(question: Question, n_docs: int, df: Mapping[str, int]) -> dict[str, float]:

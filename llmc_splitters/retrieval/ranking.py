@@ -8,8 +8,9 @@ store, and :func:`rank` orders them:
 1. **Fusion.** Lexical alone: the BM25 score. Lexical and dense: weighted reciprocal rank fusion,
    ``w / (rrf_k + rank_lexical) + (1 - w) / (rrf_k + rank_dense)``, where ``w`` follows the question's shape
    (``adaptive``: :attr:`Ranking.lexical_weight`; otherwise 0.5).
-2. **Definition** (``definition``): a span whose own name is a name the question mentions (``Session.send``,
-   ``parse_headers``, a word in backticks) gets ``definition_boost`` times its score.
+2. **Definition** (``definition``): in a question shaped like a symbol or a report (``definition_shapes``), a span
+   whose own name is a name the question mentions (``Session.send``, ``parse_headers``, a word in backticks, a
+   traceback's function) gets ``definition_boost`` times its score.
 3. **Noise** (``noise``): spans of tests, examples, fixtures, benchmarks, vendored code, compat shims, TypeScript
    declaration files (``.d.ts``) and declarations (``interface``/``type``), and prose documents (Markdown, text,
    reStructuredText, HTML) get ``noise_factor`` times their score, unless the question asks for that kind ("the test
@@ -17,15 +18,16 @@ store, and :func:`rank` orders them:
    code are answered by code; these files repeat the names the question uses and crowd it out.
 4. **Tiny** (``tiny``): a piece of a split definition under ``tiny_tokens`` tokens (a lone closing brace, a bare
    header) gets ``tiny_factor`` times its score: it cannot stand alone, and BM25's length normalisation favours it.
-5. **File stage** (``files``, off by default): a file's score is its best span's plus ``file_depth`` times the sum
-   of its next two, and each span gains ``file_weight`` times what its file gains over its best span.
+5. **File stage** (``files``): a file's score is its best span's plus ``file_depth`` times the sum of its next
+   two (a file with several matching spans rises), and each of its spans gains ``file_weight`` times what its file
+   gains over its best span.
 6. **Diversity** (``diversity``, off by default): the first page of hits takes at most ``per_file`` spans of one
    file before it takes from the next files.
 
 Every rule has a switch (``Ranking().without("noise")``, or ``Ranking.plain()`` for none), and the ranked list of
 distinct files beside the hits (:class:`FileRank`) comes from the same scores. The defaults were fitted on the
 project's own tune set (``python -m benchmarks.ranking --ablate all``; see ``benchmarks/tuneset/README.md``): the
-file stage and diversity are off because they lowered NDCG@10 and the reply's recall there.
+diversity is off because it lowered span NDCG@10 there.
 """
 
 from __future__ import annotations
@@ -116,17 +118,18 @@ class Ranking:
     noise: bool = True
     tiny: bool = True
     adaptive: bool = True
-    files: bool = False
+    files: bool = True
     diversity: bool = False
     definition_boost: float = 3.0
-    noise_factor: float = 0.3
+    definition_shapes: frozenset[str] = frozenset({"symbol", "report"})
+    noise_factor: float = 0.2
     tiny_tokens: int = 48
     tiny_factor: float = 0.5
     lexical_weight: Mapping[str, float] = field(default_factory=lambda: {"symbol": 0.8, "words": 0.6,
                                                                          "report": 0.7})
     rrf_k: int = 10
     file_depth: float = 0.3
-    file_weight: float = 1.0
+    file_weight: float = 0.5
     per_file: int = 3
     page: int = 10
 
@@ -170,7 +173,7 @@ def _own_names(span: Span) -> set[str]:
 
 def _factor(span: Span, question: Question, ranking: Ranking, names: frozenset[str]) -> float:
     f = 1.0
-    if ranking.definition and names and _own_names(span) & names:
+    if ranking.definition and names and question.shape in ranking.definition_shapes and _own_names(span) & names:
         f *= ranking.definition_boost
     if ranking.noise and noise_kinds(span.path, span.language, span.kind) - question.asks_for:
         f *= ranking.noise_factor

@@ -195,11 +195,13 @@ class CodeRetriever:
 
     def search(self, query: str, k: int | None = None, *, multi_stage: bool | None = None,
                path: str | None = None, language: str | None = None, kind: str | None = None,
-               filters: SearchFilter | Mapping[str, Any] | None = None) -> SearchResult:
-        """Ranked leaf hits with scores and a confidence; see :meth:`CodeIndex.search` (filters included)."""
+               filters: SearchFilter | Mapping[str, Any] | None = None, ranking: Ranking | None = None
+               ) -> SearchResult:
+        """Ranked leaf hits with scores, a confidence and the ranked files; see :meth:`CodeIndex.search` (filters
+        and ``ranking`` included)."""
         k = k or self.k or _SEARCH_K
         return self.index.search(query, k, multi_stage=self.multi_stage if multi_stage is None else multi_stage,
-                                 path=path, language=language, kind=kind, filters=filters)
+                                 path=path, language=language, kind=kind, filters=filters, ranking=ranking)
 
     def get_symbol(self, name: str, path: str | None = None) -> list[Snippet]:
         """Exact slices of a qualified symbol, no search; see :meth:`CodeIndex.get_symbol`."""
