@@ -106,10 +106,13 @@ def test_a_named_definition_is_lifted():
               "    # RetryPolicy delay: sum of every RetryPolicy.delay\n"
               "    return sum(policy.delay(i) for i in range(policy.retries)) + policy.delay(0) * 0\n")
     r.index_texts({**FILES, "schedule.py": caller})
-    res = r.search("where is RetryPolicy.delay defined", k=3)
+    assert r.search("where is RetryPolicy.delay defined", k=3).hits[0].span.name == "RetryPolicy.delay"
+    # The rule alone (the question read, nothing else) is what lifts it over the caller that repeats its name.
+    only = replace(Ranking.plain(), question=True, definition=True)
+    res = r.search("where is RetryPolicy.delay defined", k=3, ranking=only)
     assert res.hits[0].span.name == "RetryPolicy.delay"
-    off = r.search("where is RetryPolicy.delay defined", k=3, ranking=Ranking().without("definition"))
-    assert off.hits[0].span.name != "RetryPolicy.delay"
+    off = r.search("where is RetryPolicy.delay defined", k=3, ranking=replace(only, definition=False))
+    assert off.hits[0].span.name == "total_wait"
 
 
 def test_files_list_each_file_once_best_first_with_its_best_span(retriever):
@@ -136,13 +139,17 @@ def test_noise_kinds():
     assert noise_kinds("client.py", "python", "function") == frozenset()
 
 
-def test_a_lone_closing_piece_does_not_outrank_its_definition():
-    body = "\n".join(f"    def method_{i}(self):\n        return {i}\n" for i in range(60))
-    src = f"class ObjectMapper {{\n" + "".join(f"  m{i}() {{ return {i}; }}\n" for i in range(200)) + "}\n"
+def test_a_lone_closing_piece_does_not_rank_beside_its_definition():
+    src = "class ObjectMapper {\n" + "".join(f"  m{i}() {{ return {i}; }}\n" for i in range(200)) + "}\n"
     r = CodeRetriever(embedding=None, max_tokens=128)
-    r.index_texts({"mapper.ts": src, "other.py": f"class Other:\n{body}"})
-    res = r.search("ObjectMapper", k=5)
-    assert res.hits[0].span.start_line == 1
+    r.index_texts({"mapper.ts": src})
+
+    def top(ranking):
+        return [(h.span.start_line, h.span.text.strip()) for h in r.search("ObjectMapper", k=3, ranking=ranking).hits]
+
+    assert top(Ranking())[0] == (1, "class ObjectMapper {")
+    assert (202, "}") not in top(Ranking())
+    assert (202, "}") in top(Ranking().without("tiny"))  # what the rule is for
 
 
 def test_every_rule_has_a_switch_and_bad_settings_are_refused():

@@ -8,7 +8,7 @@ store, and :func:`rank` orders them:
 1. **Fusion.** Lexical alone: the BM25 score. Lexical and dense: weighted reciprocal rank fusion,
    ``w / (rrf_k + rank_lexical) + (1 - w) / (rrf_k + rank_dense)``, where ``w`` follows the question's shape
    (``adaptive``: :attr:`Ranking.lexical_weight`; otherwise 0.5).
-2. **Definition** (``definition``): in a question shaped like a symbol or a report (``definition_shapes``), a span
+2. **Definition** (``definition``): in a question shaped like a symbol (``definition_shapes``), a span
    whose own name is a name the question mentions (``Session.send``, ``parse_headers``, a word in backticks, a
    traceback's function) gets ``definition_boost`` times its score.
 3. **Noise** (``noise``): spans of tests, examples, fixtures, benchmarks, vendored code, compat shims, TypeScript
@@ -16,8 +16,10 @@ store, and :func:`rank` orders them:
    reStructuredText, HTML) get ``noise_factor`` times their score, unless the question asks for that kind ("the test
    for ...", "the docs of ..."; see :attr:`~llmc_splitters.retrieval.question.Question.asks_for`). Questions about
    code are answered by code; these files repeat the names the question uses and crowd it out.
-4. **Tiny** (``tiny``): a piece of a split definition under ``tiny_tokens`` tokens (a lone closing brace, a bare
-   header) gets ``tiny_factor`` times its score: it cannot stand alone, and BM25's length normalisation favours it.
+4. **Tiny** (``tiny``): a piece of a split definition under ``tiny_tokens`` tokens that neither starts it nor
+   defines anything itself (a lone closing brace, a trailing fragment; a short method of a split class is whole) gets ``tiny_factor`` times its score: it cannot stand alone, BM25's length
+   normalisation favours it, and it carries its definition's name. The piece that starts the definition keeps its
+   score: its context brings the definition's skeleton.
 5. **File stage** (``files``): a file's score is its best span's plus ``file_depth`` times the sum of its next
    two (a file with several matching spans rises), and each of its spans gains ``file_weight`` times what its file
    gains over its best span.
@@ -121,10 +123,10 @@ class Ranking:
     files: bool = True
     diversity: bool = False
     definition_boost: float = 3.0
-    definition_shapes: frozenset[str] = frozenset({"symbol", "report"})
+    definition_shapes: frozenset[str] = frozenset({"symbol"})
     noise_factor: float = 0.2
     tiny_tokens: int = 48
-    tiny_factor: float = 0.5
+    tiny_factor: float = 0.25
     lexical_weight: Mapping[str, float] = field(default_factory=lambda: {"symbol": 0.8, "words": 0.6,
                                                                          "report": 0.7})
     rrf_k: int = 10
@@ -177,7 +179,8 @@ def _factor(span: Span, question: Question, ranking: Ranking, names: frozenset[s
         f *= ranking.definition_boost
     if ranking.noise and noise_kinds(span.path, span.language, span.kind) - question.asks_for:
         f *= ranking.noise_factor
-    if ranking.tiny and span.metadata.get("split") and span.token_count < ranking.tiny_tokens:
+    if (ranking.tiny and span.token_count < ranking.tiny_tokens and span.metadata.get("part", 1) > 1
+            and "signature" not in span.metadata):
         f *= ranking.tiny_factor
     return f
 
