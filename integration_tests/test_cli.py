@@ -239,6 +239,9 @@ def test_query_prints_context_with_headers_and_scores(indexed):
     # Each hit's rank in each search that found it, not a bare fused score (0.0164 for every first hit).
     assert re.search(r"^  1\. json/decoder\.py:\d+-\d+  JSONDecoder\.raw_decode \(method\)  lexical #1$", out, re.M), out
     assert "score 0." not in out
+    # The ranked files after the hits, each once, the best first.
+    listed = re.findall(r"^  \d+\. (\S+?):\d+-\d+  \S+$", out.split("files, best first:\n", 1)[1], re.M)
+    assert listed[0] == "json/decoder.py" and len(listed) == len(set(listed)) >= 2
     assert "# json/decoder.py:" in out
     assert "    def raw_decode(self, s, idx=0):" in out
 
@@ -272,6 +275,8 @@ def test_query_json(indexed):
     assert res["mode"] == "lexical"
     assert res["hits"][0]["path"] == "http/client.py"
     assert res["hits"][0]["symbol"] == "parse_headers"
+    assert res["files"][0]["path"] == "http/client.py" and res["files"][0]["symbol"] == "parse_headers"
+    assert len({f["path"] for f in res["files"]}) == len(res["files"])
     assert 0 < res["token_count"] <= 600
     assert 0.0 <= res["confidence"] <= 1.0
     src = (root / "http" / "client.py").read_text(encoding="utf-8").splitlines(keepends=True)

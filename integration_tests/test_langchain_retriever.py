@@ -125,9 +125,11 @@ def test_parent_context_is_added_once(corpus, lexical):
     method_docs = [d for d in docs if "." in (d.metadata.get("symbol") or "")]
     assert method_docs, "a method hit"
     first = method_docs[0]
-    # A method hit shows its class header (or the class skeleton) before it.
+    # A method hit shows its class header (or the class skeleton) before it: in its own document, or in an earlier
+    # one of the reply (the class itself ranks first for a question that names it, and context is not repeated).
+    upto = docs[: docs.index(first) + 1]
     assert any(
-        ("class TextWrapper" in text) for _, _, _, _, text in slices(first.page_content)
+        ("class TextWrapper" in text) for d in upto for _, _, _, _, text in slices(d.page_content)
     ), first.page_content[:400]
     # Context slices (not hits) are never repeated across documents.
     context = [
@@ -209,3 +211,15 @@ def test_errors_are_raised_at_construction_or_call(corpus):
     r = CodeParentRetriever(texts={"m.py": "def f():\n    return 1\n"}, k=1)
     with pytest.raises(ConfigurationError, match="k must be a positive integer"):
         r.invoke("f", k=0)
+
+
+def test_each_document_carries_the_ranked_files_beyond_the_budget(lexical, corpus):
+    _, files = corpus
+    docs = lexical.invoke("wrap text into lines of a given width", k=1, max_context_tokens=400)
+    ranked = docs[0].metadata["ranked_files"]
+    paths = [f["path"] for f in ranked]
+    assert len(paths) == len(set(paths)) > 1  # more files than the one document the budget holds
+    assert paths[0] == docs[0].metadata["source"]
+    assert all(p in files for p in paths)
+    assert [f["score"] for f in ranked] == sorted((f["score"] for f in ranked), reverse=True)
+    assert {"path", "score", "start_line", "end_line", "symbol"} == set(ranked[0])

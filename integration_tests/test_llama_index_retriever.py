@@ -128,3 +128,13 @@ def test_errors(docs):
         CodeParentRetriever(texts={"m.py": "x = 1\n"}, k=2, similarity_top_k=3)
     with pytest.raises(ConfigurationError, match="embed_model must be"):
         CodeParentRetriever(texts={"m.py": "x = 1\n"}, embed_model=object())
+
+
+def test_each_node_carries_the_ranked_files_beyond_the_budget(lexical):
+    nodes = lexical.retrieve("wrap text into lines of a given width")
+    ranked = nodes[0].node.metadata["ranked_files"]
+    paths = [f["path"] for f in ranked]
+    assert len(paths) == len(set(paths)) > 1
+    assert paths[0] == nodes[0].node.metadata["file_path"]
+    assert all(n.node.metadata["ranked_files"] == ranked for n in nodes)
+    assert "ranked_files" in nodes[0].node.excluded_llm_metadata_keys  # the LLM sees the code, not the list

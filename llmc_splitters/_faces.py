@@ -360,3 +360,10 @@ def cite_core(meta: dict[str, Any], hit: Any, exp: Any) -> None:
         return
     meta.update(zoomed=True, hit_start_line=meta.get("start_line"), hit_end_line=meta.get("end_line"),
                 start_line=core[1], end_line=core[2])
+
+
+def ranked_files(found: Any) -> list[dict[str, Any]]:
+    """A search result's ranked distinct files as framework metadata (``ranked_files``): path, score, the best
+    span's lines and symbol, best first, beyond what the budget holds."""
+    return [{"path": f.path, "score": float(f.score), "start_line": f.start_line, "end_line": f.end_line,
+             "symbol": f.symbol or ""} for f in getattr(found, "files", ())]

@@ -432,3 +432,14 @@ def test_notebook_cells_are_the_documents_of_replies_and_get_lines(tmp_path):
     assert got.data["lines_in_file"] == len(lines)
     with pytest.raises(RequestError, match=r"is a notebook: its cells are indexed one by one \(tides.ipynb#cell0"):
         service.get_lines("tides.ipynb", 1)
+
+
+def test_search_reply_lists_the_ranked_files_within_its_budget(served):
+    service, _root = served
+    reply = service.search_code("decode a JSON document", max_tokens=2000, k=4)
+    files = [f["path"] for f in reply.data["files"]]
+    assert files and files[0] == reply.data["hits"][0]["path"] and len(files) == len(set(files))
+    assert "files, best first:" in reply.text
+    assert " score " not in reply.text.split("\n\n", 1)[0]  # channel ranks, not a bare fused score
+    tight = service.search_code("decode a JSON document", max_tokens=300, k=4)
+    assert len(tight.data["files"]) <= len(files) and _tokens(tight) <= 300

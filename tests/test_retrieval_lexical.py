@@ -29,8 +29,10 @@ def test_terms_keep_whole_identifiers_and_parts() -> None:
     ]
 
 
-def test_terms_drop_stopwords_and_single_letters() -> None:
-    assert code_terms("how are the retries configured in x") == ["retry", "configured"]
+def test_terms_drop_stopwords_but_keep_single_letter_names() -> None:
+    assert code_terms("how are the retries configured in x") == ["retry", "configured", "x"]
+    assert code_terms("a_b") == ["a_b"]  # single-letter parts of a longer name are not terms
+    assert code_terms("def g(x): return a") == ["def", "g", "x", "return"]
 
 
 def test_plural_folding_meets_singular() -> None:

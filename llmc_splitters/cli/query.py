@@ -75,6 +75,11 @@ def run(args: argparse.Namespace) -> ExitCode:
                  "ranks": dict(h.ranks)}
                 for h in result.hits
             ],
+            "files": [
+                {"path": f.path, "score": f.score, "start_line": f.start_line, "end_line": f.end_line,
+                 "symbol": f.symbol}
+                for f in result.files
+            ],
             "pieces": [
                 {"path": p.path, "start_line": p.start_line, "end_line": p.end_line, "kind": p.kind,
                  "truncated": p.truncated, "text": p.text}
@@ -95,6 +100,10 @@ def run(args: argparse.Namespace) -> ExitCode:
     for h in result.hits:
         head.append(f"  {h.rank + 1}. {h.span.path}:{h.span.start_line}-{h.span.end_line}  {h.span.name or '-'} "
                     f"({h.span.kind})  {_channel_ranks(h.ranks)}")
+    if result.files:
+        head.append("files, best first:")
+        head.extend(f"  {i}. {f.path}:{f.start_line}-{f.end_line}  {f.symbol or '-'}"
+                    for i, f in enumerate(result.files, 1))
     if message:
         head.append(f"  {message}")
     color = use_color(args.color, sys.stdout)

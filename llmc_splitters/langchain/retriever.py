@@ -15,6 +15,7 @@ from .._faces import (
     cite_core,
     core_retriever,
     index_directory,
+    ranked_files,
     relative_paths,
     resolve_top_k,
     whole_files,
@@ -54,9 +55,11 @@ class CodeParentRetriever(BaseRetriever):
     get fewer than ``k`` documents only when the index has fewer matching spans or the budget cannot hold ``k`` hits.
 
     ``metadata``: ``source``, ``start_line``/``end_line`` (the hit span), ``language``, ``kind``, ``symbol``,
-    ``span_id``, ``parent_id``, ``breadcrumb``, ``score`` (fused RRF score), ``rank``, ``confidence`` (of the query,
+    ``span_id``, ``parent_id``, ``breadcrumb``, ``score`` (the ranking score), ``rank``, ``confidence`` (of the query,
     see ``CodeIndex.search``), ``context_tokens`` (tokens of ``page_content``), ``truncated`` and ``context_lines``
-    (``["path:start-end", ...]`` of every slice shown).
+    (``["path:start-end", ...]`` of every slice shown), and ``ranked_files``: the search's ranked distinct files,
+    best first, beyond what the budget holds (``{"path", "score", "start_line", "end_line", "symbol"}`` each; the
+    same list on every document of a reply).
 
     The plain constructor indexes what it is given (``documents``, ``texts`` or ``directory``) into Chroma: an
     embedded store at ``path``, a server at ``host``/``port``, a ready ``client``, or (with none of these) a fresh
@@ -255,10 +258,11 @@ class CodeParentRetriever(BaseRetriever):
         found, packed = self.code_retriever.retrieve_per_hit(
             query, k, budget, expand_context=self.expand_context, multi_stage=self.multi_stage
         )
-        return [_document(hit, exp, found.confidence) for hit, exp in packed]
+        files = ranked_files(found)
+        return [_document(hit, exp, found.confidence, files) for hit, exp in packed]
 
 
-def _document(hit: Hit, exp: Expansion, confidence: float) -> Document:
+def _document(hit: Hit, exp: Expansion, confidence: float, files: list[dict[str, Any]]) -> Document:
     span = hit.span
     meta = {k: v for k, v in span.to_metadata().items() if k not in ("start_byte", "end_byte", "token_count")}
     meta.setdefault("symbol", "")
@@ -270,6 +274,7 @@ def _document(hit: Hit, exp: Expansion, confidence: float) -> Document:
         context_tokens=exp.token_count,
         truncated=any(p.truncated for p in exp.pieces),
         context_lines=[f"{p.path}:{p.start_line}-{p.end_line}" for p in exp.pieces],
+        ranked_files=files,
     )
     cite_core(meta, hit, exp)
     return Document(id=span.id, page_content=exp.context, metadata=meta)

@@ -15,6 +15,7 @@ from .._faces import (
     cite_core,
     core_retriever,
     index_directory,
+    ranked_files,
     relative_paths,
     resolve_top_k,
     whole_files,
@@ -74,7 +75,7 @@ class CodeParentRetriever(BaseRetriever):
 
     ``retrieve(query)`` returns one ``NodeWithScore`` per hit, best first: the ``k`` best hits, or without ``k`` (the
     default) as many as fit ``max_context_tokens``, as the core :class:`~llmc_splitters.retrieval.CodeRetriever`
-    fills it (README, "What a reply holds"); ``score`` is the fused (RRF) score. Each node's text is the hit,
+    fills it (README, "What a reply holds"); ``score`` is the ranking score. Each node's text is the hit,
     verbatim, plus the context that makes it readable alone, as far as the budget allows: the header lines of the class/function it sits in, the imports and module-level names it
     uses, and its enclosing scope whole (or the class skeleton when the scope is too big), each slice preceded by a
     ``# path:start-end`` marker line. The texts of all returned nodes add up to at most ``max_context_tokens``
@@ -83,7 +84,8 @@ class CodeParentRetriever(BaseRetriever):
 
     Node ids are the hit spans' ids. ``metadata``: ``file_path`` and ``source`` (the path), ``start_line``/
     ``end_line`` (the hit span), ``language``, ``kind``, ``symbol``, ``span_id``, ``parent_id``, ``breadcrumb``,
-    ``rank``, ``confidence``, ``context_tokens``, ``truncated`` and ``context_lines``; all are excluded from the
+    ``rank``, ``confidence``, ``context_tokens``, ``truncated``, ``context_lines`` and ``ranked_files`` (the
+    search's ranked distinct files beyond what the budget holds: path, score, lines and symbol); all are excluded from the
     LLM and embedding views (the markers in the text already cite the lines). A node retrieved from a ``Document``
     given to this retriever has a ``SOURCE`` relationship to it.
 
@@ -247,9 +249,11 @@ class CodeParentRetriever(BaseRetriever):
             query_bundle.query_str, self.k, self.max_context_tokens, expand_context=self.expand_context,
             multi_stage=self.multi_stage,
         )
-        return [NodeWithScore(node=self._node(hit, exp, found.confidence), score=hit.score) for hit, exp in packed]
+        files = ranked_files(found)
+        return [NodeWithScore(node=self._node(hit, exp, found.confidence, files), score=hit.score)
+                for hit, exp in packed]
 
-    def _node(self, hit: Hit, exp: Expansion, confidence: float) -> TextNode:
+    def _node(self, hit: Hit, exp: Expansion, confidence: float, files: list[dict[str, Any]]) -> TextNode:
         span = hit.span
         meta: dict[str, Any] = {
             k: v for k, v in span.to_metadata().items() if k not in ("start_byte", "end_byte", "token_count")
@@ -264,6 +268,7 @@ class CodeParentRetriever(BaseRetriever):
             context_tokens=exp.token_count,
             truncated=any(p.truncated for p in exp.pieces),
             context_lines=[f"{p.path}:{p.start_line}-{p.end_line}" for p in exp.pieces],
+            ranked_files=files,
         )
         cite_core(meta, hit, exp)
         relationships = {}

@@ -16,6 +16,7 @@ from ..errors import RequestError
 __all__ = ["Reply", "compact_json", "fit_search", "slices_reply"]
 
 MAX_LIST = 50  # paths or matches listed in a reply; the counts are always complete
+MAX_FILES = 10  # ranked files listed beside the hits of a search reply
 
 
 @dataclass(frozen=True)
@@ -32,11 +33,13 @@ def compact_json(data: Any) -> str:
 
 
 def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], confidence: float, budget: int,
-               notes: list[str], *, clamped: bool, fill: bool = False) -> Reply:
+               notes: list[str], *, clamped: bool, fill: bool = False, files: Sequence[Any] = ()) -> Reply:
     """The search reply with the largest context that keeps text + data within ``budget`` (counted, not estimated).
 
     ``fill``: ``hits`` are candidates, taken while they fit (the core's fill, see
-    :func:`~llmc_splitters.retrieval.expand.expand`); only hits up to the last one taken are listed.
+    :func:`~llmc_splitters.retrieval.expand.expand`); only hits up to the last one taken are listed. The reply lists
+    the ranked ``files`` too (one line each): up to :data:`MAX_FILES`, fewer as fewer hits fit (two per hit listed
+    beyond the first; none beside a lone hit).
     """
     from ..retrieval.expand import expand
 
@@ -44,7 +47,8 @@ def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], con
 
     def render(exp: Any, listed: int, *, shown_all: bool = False) -> tuple[Reply, int]:
         shown = [shown_all or (exp is not None and (i, "hit") not in exp.dropped) for i in range(listed)]
-        reply = _search_reply(hits[:listed], shown, exp, confidence, budget, notes, clamped)
+        reply = _search_reply(hits[:listed], shown, exp, confidence, budget, notes, clamped,
+                              files[:min(MAX_FILES, 2 * (listed - 1))])
         return reply, count(reply.text) + count(compact_json(reply.data))
 
     if not hits:
@@ -168,22 +172,29 @@ def slices_reply(retriever: Any, snippets: Sequence[Any], notes: list[str], head
 
 
 def _search_reply(hits: Sequence[Any], shown: list[bool], exp: Any, confidence: float, budget: int,
-                  notes: list[str], clamped: bool) -> Reply:
+                  notes: list[str], clamped: bool, files: Sequence[Any] = ()) -> Reply:
     rows = []
     lines = []
     for i, (h, vis) in enumerate(zip(hits, shown)):
         s = h.span
         rows.append({"path": s.path, "start_line": s.start_line, "end_line": s.end_line, "symbol": s.name,
                      "kind": s.kind, "language": s.language, "score": round(float(h.score), 4), "in_context": vis})
-        lines.append(f"{i + 1}. {s.path}:{s.start_line}-{s.end_line} {s.name or '-'} ({s.kind}) score "
-                     f"{h.score:.4f}" + ("" if vis else " [not in the context: over budget]"))
+        ranks = ", ".join(f"{name.replace('_', ' ')} #{r}" for name, r in h.ranks.items())
+        lines.append(f"{i + 1}. {s.path}:{s.start_line}-{s.end_line} {s.name or '-'} ({s.kind}) {ranks}"
+                     + ("" if vis else " [not in the context: over budget]"))
     context = exp.context if exp is not None else ""
     ctx_tokens = exp.token_count if exp is not None else 0
     head = f"confidence {confidence:.2f}; {len(hits)} hits; context {ctx_tokens} tokens; reply within {budget} tokens"
     if not hits:
         head = f"no hits: nothing in the index matches these words (confidence {confidence:.2f})"
+    if files:
+        lines.append("files, best first:")
+        lines.extend(f"  {f.path}:{f.start_line}-{f.end_line} {f.symbol or '-'}" for f in files)
     text = "\n".join([head, *lines, *(f"note: {n}" for n in notes)]) + ("\n\n" + context if context else "")
-    data = {"confidence": round(float(confidence), 4), "hits": rows, "context_tokens": ctx_tokens,
+    data = {"confidence": round(float(confidence), 4), "hits": rows,
+            "files": [{"path": f.path, "start_line": f.start_line, "end_line": f.end_line, "symbol": f.symbol}
+                      for f in files],
+            "context_tokens": ctx_tokens,
             "max_tokens": budget, "clamped": clamped, "notes": list(notes)}
     return Reply(text, data)
 

@@ -291,11 +291,11 @@ class CodeService:
         if self.refresher is not None and not self.refresher.caught_up and not retriever.index.span_store.exists:
             # A new index is created by the first file the catch-up writes: until then there is nothing to search.
             notes.append("the index of the tree is being built and holds no file yet: search again in a moment")
-            return fit_search(retriever, [], [], 0.0, budget, notes, clamped=clamp_note is not None)
+            return fit_search(retriever, [], [], 0.0, budget, notes, clamped=clamp_note is not None, files=())
         with retriever.index.span_store.snapshot():
             where = _path_filter(retriever.index.span_store, prefix) if prefix else None
-            hits, confidence, contexts = search_with_contexts(retriever, query, k or self.settings.max_k, where,
-                                                              lang)
+            hits, confidence, contexts, files = search_with_contexts(retriever, query, k or self.settings.max_k,
+                                                                     where, lang)
             self.search_ready = True
             if not hits and (where or lang):
                 # A filter that lets nothing through is a bad argument, not words that match nothing.
@@ -305,7 +305,7 @@ class CodeService:
                 given = " ".join(f"{k}={v!r}" for k, v in (("path", where), ("language", lang)) if v)
                 notes.append(f"indexed files match the filters ({given}), but none of their code matches these words")
             return fit_search(retriever, hits, contexts, confidence, budget, notes, clamped=clamp_note is not None,
-                              fill=k is None)
+                              fill=k is None, files=files)
 
     # ----------------------------------------------------------------------------------------------- slices
 
@@ -486,8 +486,9 @@ class CodeService:
 
 
 def search_with_contexts(retriever: Any, query: str, k: int, path: str | None,
-                         language: str | None) -> tuple[list[Any], float, list[Any]]:
-    """The ``k`` best hits (filtered inside the searches), the confidence, and each hit's expansion material.
+                         language: str | None) -> tuple[list[Any], float, list[Any], tuple[Any, ...]]:
+    """The ``k`` best hits (filtered inside the searches), the confidence, each hit's expansion material, and the
+    ranked files.
 
     One function on purpose: :func:`~llmc_splitters.mcp.replies.fit_search` expands these contexts several times
     to fit the budget, which ``CodeRetriever.retrieve`` (one search, one expansion) cannot do; a public
@@ -495,7 +496,8 @@ def search_with_contexts(retriever: Any, query: str, k: int, path: str | None,
     """
     found = retriever.search(query, k, path=path, language=language)
     hits = list(found.hits)
-    return hits, float(found.confidence), [retriever.index.hit_context(h.span, h.score) for h in hits]
+    contexts = [retriever.index.hit_context(h.span, h.score) for h in hits]
+    return hits, float(found.confidence), contexts, found.files
 
 
 def _language(language: Any) -> str:

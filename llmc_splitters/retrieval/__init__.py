@@ -24,6 +24,8 @@ from .filters import SearchFilter
 from .fuse import reciprocal_rank_fusion
 from .index import CodeIndex, FileSummaryInput, Hit, IndexInterrupted, IndexReport, SearchResult
 from .lexical import BM25Index, code_terms, split_identifier
+from .question import Question, analyze_question
+from .ranking import FileRank, Ranking
 from .retriever import CodeRetriever, Result
 from .spanstore import IndexNotFoundError, SpanStore, StoreError
 from .store import ChromaStore, Record
@@ -36,6 +38,7 @@ __all__ = [
     "CodeRetriever",
     "Embedding",
     "Expansion",
+    "FileRank",
     "FileSummaryInput",
     "HashingEmbedding",
     "Hit",
@@ -45,6 +48,8 @@ __all__ = [
     "IndexReport",
     "MiniLMEmbedding",
     "Piece",
+    "Question",
+    "Ranking",
     "Record",
     "Result",
     "Scope",
@@ -53,6 +58,7 @@ __all__ = [
     "Snippet",
     "SpanStore",
     "StoreError",
+    "analyze_question",
     "bounded_view",
     "code_terms",
     "expand",

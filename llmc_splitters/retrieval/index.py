@@ -44,7 +44,7 @@ from .context import zoom_for as _zoom_for
 from .embeddings import Embedding
 from .expand import HitContext, Snippet
 from .filters import SearchFilter, unmatched
-from .fuse import DEFAULT_RRF_K
+from .ranking import Ranking
 from .indexing import IndexInterrupted, Indexer, IndexReport, Item
 from .lexical_index import LexicalIndex
 from .parts import Chunking, Dense, IndexParts, settings_fingerprint
@@ -106,6 +106,8 @@ class CodeIndex:
             :class:`~llmc_splitters.retrieval.spanstore.IndexNotFoundError` instead (open to query: a mistyped
             path is an error, not a new empty index).
         embed_workers: Batches embedded at once (threads), when indexing with a model.
+        ranking: The ranking rules searches use (:class:`~llmc_splitters.retrieval.ranking.Ranking`; default: every
+            rule fitted on, ``Ranking.plain()`` for none).
 
     Attributes:
         parts: The engines the write path and the search are handed
@@ -132,6 +134,7 @@ class CodeIndex:
         reset: bool = False,
         create: bool = True,
         embed_workers: int = 1,
+        ranking: Ranking | None = None,
     ) -> None:
         if path is not None and not isinstance(path, (str, os.PathLike)):
             msg = (f"path must be the index directory (str or PathLike), got {type(path).__name__}. Since 0.2 the "
@@ -167,6 +170,10 @@ class CodeIndex:
         self._lock = threading.RLock()
         check_positive("embed_workers", embed_workers)
         self.embed_workers = embed_workers
+        if ranking is not None and not isinstance(ranking, Ranking):
+            msg = f"ranking must be a Ranking, got {type(ranking).__name__}"
+            raise ConfigurationError(msg)
+        self.ranking = ranking or Ranking()
         self._embedder: Any = None
         self._viewer: Any = None
         dense = None if embedding is None else Dense(embedding, self._view, vectors=lambda: self.vectors,
@@ -544,14 +551,17 @@ class CodeIndex:
         filters: SearchFilter | Mapping[str, Any] | None = None,
         multi_stage: bool = False,
         summaries: int = 3,
-        candidates: int = 50,
-        rrf_k: int = DEFAULT_RRF_K,
+        candidates: int = 100,
+        rrf_k: int | None = None,
+        ranking: Ranking | None = None,
     ) -> SearchResult:
         """Find the leaves that best match ``query``.
 
-        Ranking: BM25 over code-aware terms, plus (with an embedding model) cosine similarity of the query vector,
-        each giving a ranked list of up to ``candidates`` leaves with the filters applied inside the search; the
-        lists are fused by reciprocal rank fusion, ``score(d) = sum_lists 1 / (rrf_k + rank(d))``. In multi-stage
+        Ranking: BM25 over the question's weighted code-aware terms (:mod:`~llmc_splitters.retrieval.question`),
+        plus (with an embedding model) cosine similarity of the query vector, each giving a ranked list of up to
+        ``candidates`` leaves with the filters applied inside the search; the lists are fused and the ranking's
+        rules applied (:mod:`~llmc_splitters.retrieval.ranking`: definitions up, tests/examples/docs down unless
+        asked for, fragments down). The result's ``files`` ranks the distinct files. In multi-stage
         mode the file and class summaries are ranked the same way first; leaves inside the ``summaries`` best ones
         are ranked again (lexical and dense, restricted to them), and these local lists are fused with the global
         ones, so a leaf in a relevant file/class rises. See :func:`~llmc_splitters.retrieval.search.confidence`.
@@ -566,7 +576,8 @@ class CodeIndex:
             multi_stage: Zoom from summaries into leaves (see above).
             summaries: How many summaries to zoom into.
             candidates: Depth of each ranked list before fusion.
-            rrf_k: The RRF constant.
+            rrf_k: The RRF constant (default: the ranking's).
+            ranking: The rules (default: this index's ``ranking``, see :class:`CodeIndex`).
 
         Returns:
             A :class:`SearchResult`. When it holds no hit because the filters match nothing in the index, a
@@ -578,7 +589,7 @@ class CodeIndex:
         filt = _filter(filters, path, language, kind)
         self.span_store.require()
         found = search(self.parts, query, k, filt=filt, multi_stage=multi_stage, summaries=summaries,
-                       candidates=candidates, rrf_k=rrf_k)
+                       candidates=candidates, rrf_k=rrf_k, ranking=ranking or self.ranking)
         if not found.hits and not filt.empty:
             note = unmatched(filt, self.span_store)
             if note is not None:

@@ -58,7 +58,8 @@ def split_identifier(identifier: str) -> list[str]:
 def code_terms(text: str, *, stopwords: Iterable[str] = _STOPWORDS) -> list[str]:
     """Terms of ``text`` for BM25: each identifier lowercased whole, then its parts (plural-folded) if it has several.
 
-    Single-character parts and English function words are dropped; numbers are kept.
+    English function words and single-character *parts* of a longer identifier are dropped; a single-letter
+    identifier (``g``, ``x``) and numbers are kept, so a query for the name ``g`` finds it.
 
     Args:
         text: Code, a query, or prose.
@@ -82,7 +83,7 @@ def _word_terms_uncached(word: str, stop: frozenset[str] = _STOPWORDS) -> tuple[
     parts = split_identifier(word)
     if len(parts) <= 1:
         term = _fold(whole) if whole.isalpha() else whole
-        return (term,) if len(term) > 1 or term.isdigit() else ()
+        return (term,) if term else ()
     return (whole, *(_fold(p) for p in parts if len(p) > 1 and p not in stop))
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,7 +177,8 @@ class LexicalIndex:
         return [(t.Occur.Must, q.const_score_query(c, 0.0)) for c in clauses]
 
     def search(self, query: str, n: int, filt: SearchFilter | None = None, files: Sequence[str] | None = None,
-               *, terms: Sequence[str] | None = None) -> list[tuple[str, float]]:
+               *, terms: Sequence[str] | None = None, weights: Mapping[str, float] | None = None
+               ) -> list[tuple[str, float]]:
         """The ``n`` best documents for ``query``, as ``(id, bm25 score)``, best first (positive scores only).
 
         Args:
@@ -186,13 +187,19 @@ class LexicalIndex:
             filt: Path prefix / language / kind filter.
             files: Restrict to these files (a resolved glob or prefix, or multi-stage retrieval's files).
             terms: Use these terms instead of ``code_terms(query)``.
+            weights: Use these terms, each with its weight (a multiplier of its BM25 contribution), instead.
         """
         t = self._t
         q = t.Query
-        words = list(terms) if terms is not None else code_terms(query)
-        if not words or n <= 0 or (files is not None and not files):
+        if weights is not None:
+            clauses_text = [(t.Occur.Should, q.boost_query(q.term_query(self.schema, "terms", w), float(b)))
+                            for w, b in weights.items() if b > 0]
+        else:
+            words = list(terms) if terms is not None else code_terms(query)
+            clauses_text = [(t.Occur.Should, q.term_query(self.schema, "terms", w)) for w in words]
+        if not clauses_text or n <= 0 or (files is not None and not files):
             return []
-        text = q.boolean_query([(t.Occur.Should, q.term_query(self.schema, "terms", w)) for w in words])
+        text = q.boolean_query(clauses_text)
         clauses = self._filter_query(filt or SearchFilter(), files)
         query_obj = q.boolean_query([(t.Occur.Must, text), *clauses]) if clauses else text
         self.index.reload()

@@ -16,6 +16,7 @@ from .embeddings import Embedding
 from .expand import DEFAULT_MARKER, ZOOM_RANKS, Expansion, HitContext, Piece, Snippet, expand, render_marker
 from .filters import SearchFilter
 from .index import DEFAULT_INCLUDE, CodeIndex, FileSummaryInput, Hit, IndexReport, SearchResult
+from .ranking import FileRank, Ranking
 from .store import ChromaStore
 
 __all__ = ["CodeRetriever", "Result"]
@@ -50,6 +51,8 @@ class Result:
         hits: The search hits (best first) the context was built from.
         confidence: The query's confidence in [0, 1] (see :meth:`CodeIndex.search`).
         dropped: Candidates left out for lack of budget, as ``(hit rank, kind)``.
+        files: The ranked distinct files of the search (see :attr:`SearchResult.files`), beyond what the budget
+            holds.
     """
 
     query: str
@@ -60,6 +63,7 @@ class Result:
     hits: tuple[Hit, ...]
     confidence: float
     dropped: tuple[tuple[int, str], ...] = ()
+    files: tuple[FileRank, ...] = ()
 
 
 class CodeRetriever:
@@ -89,6 +93,7 @@ class CodeRetriever:
         multi_stage: Default search mode (summaries first, then leaves).
         summarizer: Optional ``summarizer(FileSummaryInput) -> str`` added to file summaries.
         marker: Marker line template (``{path}``, ``{start}``, ``{end}``).
+        ranking: The ranking rules (:class:`~llmc_splitters.retrieval.ranking.Ranking`; default: the fitted rules).
 
     Raises:
         ConfigurationError: A setting is invalid.
@@ -123,6 +128,7 @@ class CodeRetriever:
         multi_stage: bool = False,
         summarizer: Callable[[FileSummaryInput], str] | None = None,
         marker: str = DEFAULT_MARKER,
+        ranking: Ranking | None = None,
     ) -> None:
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
             msg = f"k must be a positive integer or None (fill the budget), got {k!r}"
@@ -147,8 +153,10 @@ class CodeRetriever:
                 store = ChromaStore(host=host, port=port, client=client, collection=collection)
             index = CodeIndex(
                 path, vectors=store, embedding=embedding, chunker=chunker, max_tokens=max_tokens, tokenizer=tokenizer,
-                summarizer=summarizer,
+                summarizer=summarizer, ranking=ranking,
             )
+        elif ranking is not None:
+            index.ranking = ranking
         self.index = index
         self.tokenizer = resolve_tokenizer(tokenizer)
         self.k = k
@@ -187,11 +195,13 @@ class CodeRetriever:
 
     def search(self, query: str, k: int | None = None, *, multi_stage: bool | None = None,
                path: str | None = None, language: str | None = None, kind: str | None = None,
-               filters: SearchFilter | Mapping[str, Any] | None = None) -> SearchResult:
-        """Ranked leaf hits with scores and a confidence; see :meth:`CodeIndex.search` (filters included)."""
+               filters: SearchFilter | Mapping[str, Any] | None = None, ranking: Ranking | None = None
+               ) -> SearchResult:
+        """Ranked leaf hits with scores, a confidence and the ranked files; see :meth:`CodeIndex.search` (filters
+        and ``ranking`` included)."""
         k = k or self.k or _SEARCH_K
         return self.index.search(query, k, multi_stage=self.multi_stage if multi_stage is None else multi_stage,
-                                 path=path, language=language, kind=kind, filters=filters)
+                                 path=path, language=language, kind=kind, filters=filters, ranking=ranking)
 
     def get_symbol(self, name: str, path: str | None = None) -> list[Snippet]:
         """Exact slices of a qualified symbol, no search; see :meth:`CodeIndex.get_symbol`."""
@@ -252,7 +262,7 @@ class CodeRetriever:
                 include_scopes=expand_context, include_imports=expand_context, fill=fill,
             )
         return Result(query, exp.pieces, exp.context, exp.token_count, budget, found.hits, found.confidence,
-                      exp.dropped)
+                      exp.dropped, found.files)
 
     def retrieve_per_hit(
         self,

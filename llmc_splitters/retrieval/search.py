@@ -15,8 +15,10 @@ from dataclasses import dataclass, field, replace
 from ..chunking.span import Span
 from ..errors import ConfigurationError
 from .filters import SearchFilter
-from .fuse import DEFAULT_RRF_K, reciprocal_rank_fusion
+from .fuse import reciprocal_rank_fusion
 from .parts import HasParts, IndexParts, parts_of
+from .question import Question, analyze_question, weigh
+from .ranking import FileRank, Ranking, rank
 from .spanstore import SpanRow
 
 __all__ = ["Hit", "SearchResult", "confidence", "rank_texts", "search"]
@@ -36,7 +38,7 @@ class Hit:
 
     Attributes:
         span: The leaf span.
-        score: Its fused (RRF) score; comparable within one query only.
+        score: Its ranking score (see :mod:`.ranking`); comparable within one query only.
         rank: 0-based rank in the fused list.
         ranks: Its 1-based rank in each contributing list (``lexical``, ``dense``, ``local_lexical``,
             ``local_dense``), for the lists that ranked it.
@@ -61,6 +63,9 @@ class SearchResult:
         signals: What the confidence is computed from (see :func:`confidence`): ``lexical_margin`` and
             ``dense_margin`` (the top hit's softmax share in each list), ``coverage`` (the share of the query's
             IDF weight the top hit matches), ``cosine`` (the top hit's similarity to the query).
+        files: The best distinct files, best first (:class:`~llmc_splitters.retrieval.ranking.FileRank`: path,
+            score, the best span's lines and symbol), beyond the hits: up to 20 by default.
+        shape: The question's shape (``symbol``, ``words`` or ``report``; see :mod:`.question`).
     """
 
     query: str
@@ -69,6 +74,8 @@ class SearchResult:
     summaries: tuple[str, ...] = ()
     filter: SearchFilter = field(default_factory=SearchFilter)
     signals: Mapping[str, float] = field(default_factory=dict)
+    files: tuple[FileRank, ...] = ()
+    shape: str = "words"
 
 
 def _resolve(parts: IndexParts, filt: SearchFilter) -> tuple[SearchFilter, list[str] | None]:
@@ -108,39 +115,57 @@ def search(
     filt: SearchFilter | None = None,
     multi_stage: bool = False,
     summaries: int = 3,
-    candidates: int = 50,
-    rrf_k: int = DEFAULT_RRF_K,
+    candidates: int = 100,
+    rrf_k: int | None = None,
+    ranking: Ranking | None = None,
+    files: int = 20,
 ) -> SearchResult:
     """Find the leaves that best match ``query`` (see :meth:`~llmc_splitters.retrieval.CodeIndex.search`).
 
     ``index`` is the index's :class:`~llmc_splitters.retrieval.parts.IndexParts` (or what holds them: the index).
+    The question is read by :func:`~llmc_splitters.retrieval.question.analyze_question`, each engine returns up to
+    ``candidates`` leaves, and :func:`~llmc_splitters.retrieval.ranking.rank` orders them under ``ranking`` (the
+    default :class:`~llmc_splitters.retrieval.ranking.Ranking` when ``None``); ``rrf_k`` overrides its fusion
+    constant. The result lists the ``files`` best files beside the ``k`` hits.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
         msg = f"k must be a positive integer, got {k!r}"
         raise ConfigurationError(msg)
+    ranking = ranking if ranking is not None else Ranking()
+    if rrf_k is not None:
+        ranking = replace(ranking, rrf_k=rrf_k)
     parts = parts_of(index)
     dense = parts.dense
-    filt, files = _resolve(parts, filt or SearchFilter())
+    filt, paths = _resolve(parts, filt or SearchFilter())
     n = max(candidates, k)
+    lex = parts.lexical("leaf")
+    question = analyze_question(query) if ranking.question else Question(query, _plain_shape(query), {})
+    weights = None
+    if ranking.question:
+        n_docs, df = lex.stats(question.terms) if question.shape == "report" else (0, {})
+        weights = weigh(question, n_docs, df)
     qvec = dense.embed_query(query) if dense is not None else None
-    lists: dict[str, list[tuple[str, float]]] = {"lexical": parts.lexical("leaf").search(query, n, filt, files)}
+    lists: dict[str, list[tuple[str, float]]] = {"lexical": lex.search(query, n, filt, paths, weights=weights)}
     if dense is not None and qvec is not None:
-        lists["dense"] = dense.vectors().query(qvec, n, role="leaf", filt=filt, files=files)
+        lists["dense"] = dense.vectors().query(qvec, n, role="leaf", filt=filt, files=paths)
     chosen: list[str] = []
     if multi_stage:
-        chosen, local = _multi_stage(parts, query, qvec, n, filt, files, summaries, rrf_k)
+        chosen, local = _multi_stage(parts, query, qvec, n, filt, paths, summaries, ranking.rrf_k)
         lists.update(local)
     rows = parts.spans.get([i for r in lists.values() for i, _ in r])
     lists = {name: _tie_order(r, rows) for name, r in lists.items()}
-    names = [name for name, r in lists.items() if r]
-    fused = reciprocal_rank_fusion([[i for i, _ in lists[name]] for name in names], k=rrf_k)
-    positions = {name: {rid: pos for pos, (rid, _) in enumerate(lists[name], 1)} for name in names}
-    hits = []
-    for rank, (rid, score) in enumerate(fused[:k]):
-        ranks = {name: positions[name][rid] for name in names if rid in positions[name]}
-        hits.append(Hit(rows[rid].span, score, rank, ranks))
+    spans = {rid: rows[rid].span for r in lists.values() for rid, _ in r}
+    ranked, ranked_files = rank({name: [i for i, _ in r] for name, r in lists.items()},
+                                dict(lists.get("lexical", [])), spans, question, ranking)
+    hits = tuple(Hit(spans[r.id], r.score, pos, r.ranks) for pos, r in enumerate(ranked[:k]))
     signals = _signals(parts, query, hits[0].span if hits else None, lists.get("lexical", []), lists.get("dense"))
-    return SearchResult(query, tuple(hits), confidence(signals), tuple(chosen), filt, signals)
+    return SearchResult(query, hits, confidence(signals), tuple(chosen), filt, signals,
+                        tuple(ranked_files[:files]), question.shape)
+
+
+def _plain_shape(query: str) -> str:
+    """The shape of a question when question analysis is off (adaptive fusion still reads it)."""
+    return analyze_question(query).shape
 
 
 def _multi_stage(parts: IndexParts, query: str, qvec: list[float] | None, n: int, filt: SearchFilter,
