@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from .perf import index_tree
+from . import query_path
 from .query_path import _cli, _run
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -112,7 +113,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--backends", default="minilm,minilm-torch")
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--library", type=Path, default=None,
+                    help="index with the llmc_splitters of this source tree (a before/after on the same tree)")
     args = ap.parse_args(argv)
+    if args.library is not None:
+        query_path._LIBRARY.append(str(args.library.resolve()))
     work = args.work or Path(tempfile.mkdtemp(prefix="llmc-hybrid-index-"))
     src = work / f"tree-{args.files}"
     if not src.exists():

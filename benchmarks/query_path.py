@@ -183,6 +183,7 @@ class _StandIn:
 
 
 _LIBRARY: list[str] = []  # --library: where the children import llmc_splitters from
+_LAST_CPU: list[float] = [0.0]  # CPU seconds (user + system) of the last child _run waited for
 
 
 def _run(cmd: list[str], timeout: float = 7200) -> tuple[str, float, float]:
@@ -213,6 +214,7 @@ def _run(cmd: list[str], timeout: float = 7200) -> tuple[str, float, float]:
         out_f.seek(0)
         err_f.seek(0)
         out, err = out_f.read(), err_f.read()
+    _LAST_CPU[0] = usage.ru_utime + usage.ru_stime
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise RuntimeError(f"{' '.join(cmd[:4])}... exited {code}: {err[-2000:]}")
@@ -292,18 +294,21 @@ def measure_query_rows(n_files: int, work: Path, *, real_model: bool = False, lo
     _run(_cli("index", "--prepare-model"))  # the one-time model preparation is not a query's cost
     for mode, db in (("lexical", lex_db), ("hybrid", hyb_db)):
         _run(_cli("query", QUESTIONS[-1], "--db", str(db), "--json"))  # byte-code written, files in the page cache
-        walls, peaks = [], []
+        walls, peaks, cpus = [], [], []
         for q in QUESTIONS[:5]:
             out, wall, rss = _run(_cli("query", q, "--db", str(db), "--json"))
             got = json.loads(out)
             assert got["hits"] and got["mode"] == mode, (q, got["mode"])
             walls.append(wall)
             peaks.append(rss)
+            cpus.append(_LAST_CPU[0])
         row[f"{mode}_query_seconds"] = statistics.median(walls)
+        row[f"{mode}_query_cpu_seconds"] = statistics.median(cpus)
         row[f"{mode}_query_peak_mb"] = max(peaks)
         firsts = [float(_run([sys.executable, "-c", _MCP_FIRST, str(db), q])[0]) for q in QUESTIONS[5:8]]
         row[f"{mode}_mcp_first_search_seconds"] = statistics.median(firsts)
-        log(f"  {n_files:6d} files, {mode}: fresh query {row[f'{mode}_query_seconds']:.2f} s, "
+        log(f"  {n_files:6d} files, {mode}: fresh query {row[f'{mode}_query_seconds']:.2f} s "
+            f"(CPU {row[f'{mode}_query_cpu_seconds']:.2f} s), "
             f"{row[f'{mode}_query_peak_mb']:.0f} MB; MCP first search {row[f'{mode}_mcp_first_search_seconds']:.2f} s")
     return row
 
@@ -331,8 +336,8 @@ def render(results: dict) -> str:
     lines = [
         "# The query path at repository scale",
         "",
-        f"`{results['command']}` on {results['date']}; {results['machine']}. One run; every row on the same machine. "
-        "Load average at the start: " + results["load"] + ".",
+        f"`{results.get('command', '')}` on {results.get('date', '')}; {results.get('machine', '')}. One run; every "
+        "row on the same machine. Load average at the start: " + results.get("load", "") + ".",
         "",
         "| files | MB | leaves | chunk loop s | lexical index s (files/s) | lexical / chunk loop | no-op re-index s "
         "(bytes read) | hybrid index s | fresh `query` s | `query` peak MB | retrieve lexical ms | retrieve hybrid "
@@ -360,14 +365,16 @@ def render(results: dict) -> str:
                   f"at the start {results.get('query_rows_load', '')}. Fresh-process `llmc-splitters query Q --db DB "
                   "--json`: median wall of 5 "
                   "questions, the largest peak RSS; MCP first search: `llmc-splitters mcp --db DB` over stdio, from "
-                  "starting it to the first `search_code` answer, median of 3. The hybrid index is read with the "
+                  "starting it to the first `search_code` answer, median of 3. CPU s: user + system time of the query process "
+                  "(its threads together; less sensitive than wall time to a loaded machine). The hybrid index is read with the "
                   "default model (" + qrows[0].get("model", "minilm") + "); see the module docstring for how its "
                   "vectors are made.", "",
-                  "| files | lexical query s | lexical peak MB | hybrid query s | hybrid peak MB | MCP first search "
-                  "lexical s | MCP first search hybrid s |", "|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| files | lexical query s (CPU s) | lexical peak MB | hybrid query s (CPU s) | hybrid peak MB | MCP "
+                  "first search lexical s | MCP first search hybrid s |", "|---:|---:|---:|---:|---:|---:|---:|"]
         for r in qrows:
-            lines.append(f"| {r['files']:,} | {r['lexical_query_seconds']:.2f} | {r['lexical_query_peak_mb']:.0f} | "
-                         f"{r['hybrid_query_seconds']:.2f} | {r['hybrid_query_peak_mb']:.0f} | "
+            lines.append(f"| {r['files']:,} | {r['lexical_query_seconds']:.2f} ({r['lexical_query_cpu_seconds']:.2f}) | "
+                         f"{r['lexical_query_peak_mb']:.0f} | {r['hybrid_query_seconds']:.2f} "
+                         f"({r['hybrid_query_cpu_seconds']:.2f}) | {r['hybrid_query_peak_mb']:.0f} | "
                          f"{r['lexical_mcp_first_search_seconds']:.2f} | {r['hybrid_mcp_first_search_seconds']:.2f} |")
     big = results.get("big_file")
     if big:
