@@ -199,7 +199,8 @@ def _run(cmd: list[str], timeout: float = 7200) -> tuple[str, float, float]:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         if _LIBRARY:
             env["PYTHONPATH"] = os.pathsep.join([*_LIBRARY, env.get("PYTHONPATH", "")])
-        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, text=True,
+        # With --library the children run in that tree (``python -m`` puts the working directory first on the path).
+        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, text=True, cwd=_LIBRARY[0] if _LIBRARY else None,
                                 env={**env, "ANONYMIZED_TELEMETRY": "False"})
         deadline = t0 + timeout
         while True:
@@ -371,11 +372,19 @@ def render(results: dict) -> str:
                   "vectors are made.", "",
                   "| files | lexical query s (CPU s) | lexical peak MB | hybrid query s (CPU s) | hybrid peak MB | MCP "
                   "first search lexical s | MCP first search hybrid s |", "|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in qrows:
-            lines.append(f"| {r['files']:,} | {r['lexical_query_seconds']:.2f} ({r['lexical_query_cpu_seconds']:.2f}) | "
-                         f"{r['lexical_query_peak_mb']:.0f} | {r['hybrid_query_seconds']:.2f} "
-                         f"({r['hybrid_query_cpu_seconds']:.2f}) | {r['hybrid_query_peak_mb']:.0f} | "
-                         f"{r['lexical_mcp_first_search_seconds']:.2f} | {r['hybrid_mcp_first_search_seconds']:.2f} |")
+        before = {r["files"]: r for r in results.get("query_rows_before", [])}
+        for r in [*qrows, *before.values()]:
+            tag = f" ({results.get('query_rows_before_library', 'before')})" if r in before.values() else ""
+            lines.append(f"| {r['files']:,}{tag} | {r['lexical_query_seconds']:.2f} "
+                         f"({r['lexical_query_cpu_seconds']:.2f}) | {r['lexical_query_peak_mb']:.0f} | "
+                         f"{r['hybrid_query_seconds']:.2f} ({r['hybrid_query_cpu_seconds']:.2f}) | "
+                         f"{r['hybrid_query_peak_mb']:.0f} | {r['lexical_mcp_first_search_seconds']:.2f} | "
+                         f"{r['hybrid_mcp_first_search_seconds']:.2f} |")
+        if before:
+            lines += ["", f"Rows marked {results.get('query_rows_before_library', 'before')}: "
+                          f"`{results.get('query_rows_before_command', '')}` right after, on the same indexes, with "
+                          "the source tree before this change (chromadb loaded for a hybrid query, the model's weights "
+                          "parsed)."]
     big = results.get("big_file")
     if big:
         lines += ["", f"One {big['mb']:.0f} MB Python file through `llmc-splitters index --max-file-size ...`: peak "
