@@ -94,8 +94,9 @@ def render(res: dict) -> str:
              "| backend | model | texts | direct encode texts/s | `index` texts/s (index_seconds) | index / direct | "
              "whole command s | whole command texts/s | command / direct |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in res["rows"]:
-        lines.append(f"| {r['backend']} | {r['model']} | {r['embedded']:,} | {r['direct_texts_per_s']:.1f} | "
+    for r in [*res["rows"], *res.get("before", [])]:
+        tag = " (before)" if r in res.get("before", []) else ""
+        lines.append(f"| {r['backend']}{tag} | {r['model']} | {r['embedded']:,} | {r['direct_texts_per_s']:.1f} | "
                      f"{r['index_texts_per_s']:.1f} | {r['index_vs_direct']:.2f} | {r['command_seconds']:.1f} | "
                      f"{r['command_texts_per_s']:.1f} | {r['command_vs_direct']:.2f} |")
     by = {r["backend"]: r for r in res["rows"]}
@@ -104,6 +105,13 @@ def render(res: dict) -> str:
         lines += ["", f"Whole `index` command, the default ({by['minilm']['model']}) against MiniLM on torch on the "
                       f"same tree: {by['minilm']['command_seconds']:.1f} s against "
                       f"{by['minilm-torch']['command_seconds']:.1f} s, {ratio:.2f}x (target >= 4x)."]
+    if res.get("before"):
+        lines += ["", f"Rows marked before: `{res.get('before_command', '')}` right after, on the same tree, with the "
+                      "source tree before this change (embedding and writing on one thread, the model's weights parsed)."]
+    for extra in res.get("earlier", []):
+        lines += ["", f"Earlier, `{extra['command']}` ({extra['date']}, load average {extra['load']}; its index "
+                      "processes started just before embedding and writing moved to two threads):", "",
+                  *render({**extra, "rows": extra["rows"]}).splitlines()[4:]]
     return "\n".join(lines) + "\n"
 
 
