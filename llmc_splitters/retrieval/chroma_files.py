@@ -99,6 +99,7 @@ class _Graph:
     """One persisted HNSW segment, read on demand."""
 
     def __init__(self, seg_dir: Path, dim: int) -> None:
+        self._fd = -1
         (version, _off0, _max, count, size, label_off, data_off, maxlevel, enter, max_m, max_m0, _m, _mult,
          _efc) = _HEADER.unpack((seg_dir / "header.bin").read_bytes()[: _HEADER.size])
         if version != 1 or data_off + 4 * dim > label_off or size < label_off + 8:
@@ -116,14 +117,19 @@ class _Graph:
             at += 4 + n
         self._fd = os.open(seg_dir / "data_level0.bin", os.O_RDONLY)
         if os.fstat(self._fd).st_size < count * size:
-            os.close(self._fd)
+            self.close()
             raise ValueError("data_level0.bin is shorter than its header says")
         import numpy as np
 
         self._np = np
 
     def close(self) -> None:
-        os.close(self._fd)
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
 
     def node(self, i: int, cache: dict[int, tuple[Any, tuple[int, ...], bool, int]]
              ) -> tuple[Any, tuple[int, ...], bool, int]:
@@ -282,6 +288,7 @@ class ChromaFiles:
         return cls(graph, labels, ids, log, ef, metadata)
 
     def close(self) -> None:
+        """Close the graph's file now (it closes with the reader otherwise)."""
         if self.graph is not None:
             self.graph.close()
 

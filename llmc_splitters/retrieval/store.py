@@ -22,6 +22,7 @@ LangChain ``VectorStore``.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -167,6 +168,7 @@ class ChromaStore:
         self._cols: dict[str, Any] = {}
         self._files: dict[str, Any] = {}  # role -> ChromaFiles, while no client is loaded
         self._files_stamp: tuple[int, int] | None = None
+        self._files_lock = threading.Lock()
         self._lazy = False  # opened from the files: the collections open at first need
         self.embedding_name: str | None = None
 
@@ -238,9 +240,6 @@ class ChromaStore:
         stamp = self._stamp()
         found = {role: ChromaFiles.open(str(self.path), name) for role, name in self._names().items()}
         if stamp is None or any(r is None for r in found.values()):
-            for r in found.values():
-                if r is not None:
-                    r.close()
             return False
         for role, r in found.items():
             _check_model(self._names()[role], r.metadata.get("llmc_embedding"), embedding_name)
@@ -249,8 +248,7 @@ class ChromaStore:
         return True
 
     def _close_files(self) -> None:
-        for r in self._files.values():
-            r.close()
+        # Dropped, not closed: a search of another thread may still hold a reader (its files close with it).
         self._files, self._files_stamp = {}, None
 
     def _reader(self, role: str) -> Any:
@@ -258,9 +256,11 @@ class ChromaStore:
         loaded."""
         if not self._files:
             return None
-        if self._stamp() != self._files_stamp and not self._open_files(self.embedding_name or ""):
-            self._close_files()
-            return None
+        if self._stamp() != self._files_stamp:
+            with self._files_lock:
+                if self._files and self._stamp() != self._files_stamp and not self._open_files(
+                        self.embedding_name or ""):
+                    self._close_files()
         return self._files.get(role)
 
     def _open_collections(self, embedding_name: str, *, reset: bool) -> None:
