@@ -20,6 +20,16 @@ Each tree is :func:`benchmarks.perf.index_tree`: standard-library modules of 2-3
 * **in-process retrieve**: ``CodeRetriever.retrieve`` median over 20 questions after one warm-up, lexical and hybrid
   (target < 50 ms at 16,000 files, lexical).
 
+``--query-rows`` measures only what a user waits for at a query, lexical and hybrid, at each size (default 250 and
+4,000 files): a fresh-process ``llmc-splitters query Q --db DB --json`` (wall and peak RSS, median of 5 questions for
+the time, the largest peak), and the MCP server's first search (``llmc-splitters mcp --db DB`` over stdio: from
+starting the process to the first ``search_code`` answer, median of 3). The hybrid index is read with the default
+model (``minilm``, ONNX int8) exactly as a real one is: the query process loads that model, embeds the question and
+searches the embedded Chroma store. Its vectors, so that a 4,000-file index takes minutes rather than an hour to
+build, come from :class:`~llmc_splitters.retrieval.HashingEmbedding` at the model's 384 dimensions, filed under the
+default model's name (:class:`_StandIn`); the cost of a query does not depend on the values of the stored vectors.
+``--real-model`` builds it with the model itself.
+
 Peak RSS of a child process comes from ``os.wait4`` (its own high-water mark). Results go to
 ``benchmarks/results/query_path.json`` and ``query_path.md``.
 """
@@ -115,6 +125,67 @@ _RETRIEVE = textwrap.dedent(
 )
 
 
+_HYBRID_STAND_IN = textwrap.dedent(
+    """
+    import sys, time
+    from benchmarks.query_path import _StandIn
+    from llmc_splitters.retrieval import CodeIndex
+    from llmc_splitters.retrieval.embeddings import resolve_embedding
+    emb = resolve_embedding("minilm") if sys.argv[3] == "real" else _StandIn()
+    idx = CodeIndex(sys.argv[2], embedding=emb)
+    t0 = time.perf_counter()
+    report = idx.index_directory(sys.argv[1])
+    print(time.perf_counter() - t0, len(report.added), report.embedded)
+    """
+)
+
+_MCP_FIRST = textwrap.dedent(
+    """
+    import os, sys, time
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def main():
+        params = StdioServerParameters(command=sys.executable, args=["-m", "llmc_splitters", "mcp", "--db", sys.argv[1]],
+                                        env=dict(os.environ))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                t1 = time.perf_counter()
+                await s.initialize()
+                res = await s.call_tool("search_code", {"query": sys.argv[2]})
+                assert not res.is_error, res.content[0].text
+                print(time.perf_counter() - t1)
+
+    anyio.run(main)
+    """
+)
+
+
+class _StandIn:
+    """Vectors of :class:`~llmc_splitters.retrieval.HashingEmbedding` at 384 dimensions, filed under the default
+    model's name: an index that a ``query`` opens, and pays for, as one built with the model (see the module
+    docstring). Only for building benchmark indexes."""
+
+    def __init__(self) -> None:
+        from llmc_splitters.retrieval import HashingEmbedding
+        from llmc_splitters.retrieval.embeddings import resolve_embedding
+
+        real = resolve_embedding("minilm")
+        self.name, self.dimension, self.max_input_tokens = real.name, 384, real.max_input_tokens
+        self._hash = HashingEmbedding(384)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._hash.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._hash.embed_query(text)
+
+
+_LIBRARY: list[str] = []  # --library: where the children import llmc_splitters from
+_LAST_CPU: list[float] = [0.0]  # CPU seconds (user + system) of the last child _run waited for
+
+
 def _run(cmd: list[str], timeout: float = 7200) -> tuple[str, float, float]:
     """Run a command; ``(stdout, wall seconds, peak RSS MB of that process)``.
 
@@ -123,8 +194,14 @@ def _run(cmd: list[str], timeout: float = 7200) -> tuple[str, float, float]:
     """
     with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, text=True,
-                                env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
+        # Byte-code is written and reused as in an installed package (PYTHONDONTWRITEBYTECODE would make every
+        # fresh process compile the library again).
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        if _LIBRARY:
+            env["PYTHONPATH"] = os.pathsep.join([*_LIBRARY, env.get("PYTHONPATH", "")])
+        # With --library the children run in that tree (``python -m`` puts the working directory first on the path).
+        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, text=True, cwd=_LIBRARY[0] if _LIBRARY else None,
+                                env={**env, "ANONYMIZED_TELEMETRY": "False"})
         deadline = t0 + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -138,6 +215,7 @@ def _run(cmd: list[str], timeout: float = 7200) -> tuple[str, float, float]:
         out_f.seek(0)
         err_f.seek(0)
         out, err = out_f.read(), err_f.read()
+    _LAST_CPU[0] = usage.ru_utime + usage.ru_stime
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise RuntimeError(f"{' '.join(cmd[:4])}... exited {code}: {err[-2000:]}")
@@ -199,6 +277,43 @@ def measure_tree(n_files: int, work: Path, log: object = print) -> dict:
     return row
 
 
+def measure_query_rows(n_files: int, work: Path, *, real_model: bool = False, log: object = print) -> dict:
+    """What a user waits for at a query on a tree of ``n_files`` files, lexical and hybrid (see the module
+    docstring)."""
+    src = work / f"tree-{n_files}"
+    if not src.exists():
+        index_tree(src, n_files)
+    row: dict = {"files": n_files}
+    lex_db = work / f"lex-{n_files}"
+    if not (lex_db / "llmc.sqlite3").is_file():
+        _run(_cli("index", str(src), "--db", str(lex_db), "--embedding", "none", "--json", "-q"))
+    hyb_db = work / (f"hyb-real-{n_files}" if real_model else f"hyb-default-{n_files}")
+    if not (hyb_db / "llmc.sqlite3").is_file():
+        out, wall, _ = _run([sys.executable, "-c", _HYBRID_STAND_IN, str(src), str(hyb_db),
+                             "real" if real_model else "stand-in"])
+        row["hybrid_build_seconds"] = wall
+    _run(_cli("index", "--prepare-model"))  # the one-time model preparation is not a query's cost
+    for mode, db in (("lexical", lex_db), ("hybrid", hyb_db)):
+        _run(_cli("query", QUESTIONS[-1], "--db", str(db), "--json"))  # byte-code written, files in the page cache
+        walls, peaks, cpus = [], [], []
+        for q in QUESTIONS[:5]:
+            out, wall, rss = _run(_cli("query", q, "--db", str(db), "--json"))
+            got = json.loads(out)
+            assert got["hits"] and got["mode"] == mode, (q, got["mode"])
+            walls.append(wall)
+            peaks.append(rss)
+            cpus.append(_LAST_CPU[0])
+        row[f"{mode}_query_seconds"] = statistics.median(walls)
+        row[f"{mode}_query_cpu_seconds"] = statistics.median(cpus)
+        row[f"{mode}_query_peak_mb"] = max(peaks)
+        firsts = [float(_run([sys.executable, "-c", _MCP_FIRST, str(db), q])[0]) for q in QUESTIONS[5:8]]
+        row[f"{mode}_mcp_first_search_seconds"] = statistics.median(firsts)
+        log(f"  {n_files:6d} files, {mode}: fresh query {row[f'{mode}_query_seconds']:.2f} s "
+            f"(CPU {row[f'{mode}_query_cpu_seconds']:.2f} s), "
+            f"{row[f'{mode}_query_peak_mb']:.0f} MB; MCP first search {row[f'{mode}_mcp_first_search_seconds']:.2f} s")
+    return row
+
+
 def measure_big_file(mb: float, work: Path) -> dict:
     """Index one generated Python file of ``mb`` MB through the CLI (``--max-file-size`` raised): peak RSS, disk, and
     how the summary says it was split."""
@@ -222,8 +337,8 @@ def render(results: dict) -> str:
     lines = [
         "# The query path at repository scale",
         "",
-        f"`{results['command']}` on {results['date']}; {results['machine']}. One run; every row on the same machine. "
-        "Load average at the start: " + results["load"] + ".",
+        f"`{results.get('command', '')}` on {results.get('date', '')}; {results.get('machine', '')}. One run; every "
+        "row on the same machine. Load average at the start: " + results.get("load", "") + ".",
         "",
         "| files | MB | leaves | chunk loop s | lexical index s (files/s) | lexical / chunk loop | no-op re-index s "
         "(bytes read) | hybrid index s | fresh `query` s | `query` peak MB | retrieve lexical ms | retrieve hybrid "
@@ -244,6 +359,32 @@ def render(results: dict) -> str:
                       f"files (target <= 1.5x), peak {last['cli_query_peak_mb']:.0f} MB (target < 200 MB). "
                       f"In-process lexical retrieve at {last['files']:,} files: {last['retrieve_none_median_ms']:.1f} ms "
                       "median (target < 50 ms)."]
+    qrows = results.get("query_rows")
+    if qrows:
+        lines += ["", "## What a query waits for", "",
+                  f"`{results.get('query_rows_command', '')}` on {results.get('query_rows_date', '')}, load average "
+                  f"at the start {results.get('query_rows_load', '')}. Fresh-process `llmc-splitters query Q --db DB "
+                  "--json`: median wall of 5 "
+                  "questions, the largest peak RSS; MCP first search: `llmc-splitters mcp --db DB` over stdio, from "
+                  "starting it to the first `search_code` answer, median of 3. CPU s: user + system time of the query process "
+                  "(its threads together; less sensitive than wall time to a loaded machine). The hybrid index is read with the "
+                  "default model (" + qrows[0].get("model", "minilm") + "); see the module docstring for how its "
+                  "vectors are made.", "",
+                  "| files | lexical query s (CPU s) | lexical peak MB | hybrid query s (CPU s) | hybrid peak MB | MCP "
+                  "first search lexical s | MCP first search hybrid s |", "|---:|---:|---:|---:|---:|---:|---:|"]
+        before = {r["files"]: r for r in results.get("query_rows_before", [])}
+        for r in [*qrows, *before.values()]:
+            tag = f" ({results.get('query_rows_before_library', 'before')})" if r in before.values() else ""
+            lines.append(f"| {r['files']:,}{tag} | {r['lexical_query_seconds']:.2f} "
+                         f"({r['lexical_query_cpu_seconds']:.2f}) | {r['lexical_query_peak_mb']:.0f} | "
+                         f"{r['hybrid_query_seconds']:.2f} ({r['hybrid_query_cpu_seconds']:.2f}) | "
+                         f"{r['hybrid_query_peak_mb']:.0f} | {r['lexical_mcp_first_search_seconds']:.2f} | "
+                         f"{r['hybrid_mcp_first_search_seconds']:.2f} |")
+        if before:
+            lines += ["", f"Rows marked {results.get('query_rows_before_library', 'before')}: "
+                          f"`{results.get('query_rows_before_command', '')}` right after, on the same indexes, with "
+                          "the source tree before this change (chromadb loaded for a hybrid query, the model's weights "
+                          "parsed)."]
     big = results.get("big_file")
     if big:
         lines += ["", f"One {big['mb']:.0f} MB Python file through `llmc-splitters index --max-file-size ...`: peak "
@@ -259,13 +400,38 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-trees", action="store_true", help="only the big-file probe")
     ap.add_argument("--work", type=Path, default=None, help="keep the trees and indexes here")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--query-rows", default=None, metavar="SIZES",
+                    help="only the query rows (lexical and hybrid) at these sizes, e.g. 250,4000")
+    ap.add_argument("--real-model", action="store_true", help="build the hybrid index of --query-rows with the model")
+    ap.add_argument("--library", type=Path, default=None,
+                    help="query with the llmc_splitters of this source tree (a before/after on the same indexes)")
     args = ap.parse_args(argv)
+    if args.library is not None:
+        _LIBRARY.append(str(args.library.resolve()))
     work = args.work or Path(tempfile.mkdtemp(prefix="llmc-query-path-"))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     results: dict = {"command": " ".join(["python -m benchmarks.query_path", *(argv or sys.argv[1:])]),
                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load": load,
                      "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
                      "trees": []}
+    if args.query_rows:
+        from llmc_splitters.retrieval.embeddings import resolve_embedding
+
+        model = resolve_embedding("minilm").name + (" (vectors by the model)" if args.real_model else
+                                                    " (stand-in vectors)")
+        results["query_rows"] = []
+        for n in (int(x) for x in args.query_rows.split(",") if x):
+            print(f"query rows, {n} files", flush=True)
+            results["query_rows"].append({**measure_query_rows(n, work, real_model=args.real_model), "model": model})
+        args.out.mkdir(parents=True, exist_ok=True)
+        old = json.loads((args.out / "query_path.json").read_text()) if (args.out / "query_path.json").is_file() else {}
+        merged = {**old, "query_rows": results["query_rows"], "query_rows_command": results["command"],
+                  "query_rows_date": results["date"], "query_rows_load": load}
+        (args.out / "query_path.json").write_text(json.dumps(merged, indent=1) + "\n")
+        (args.out / "query_path.md").write_text(render({**merged, "command": merged.get("command", ""),
+                                                        "trees": merged.get("trees", [])}))
+        print(render({**merged, "trees": merged.get("trees", [])}))
+        return
     if not args.no_trees:
         for n in (int(x) for x in args.sizes.split(",") if x):
             print(f"tree of {n} files", flush=True)

@@ -134,13 +134,19 @@ class CodeService:
                                        on_refreshed=on_refreshed)
         self.watch_error: str | None = None
         self.search_ready = False  # the index is open and one search has run (see start)
+        self._started = False
 
     # ------------------------------------------------------------------------------------------------ life
 
     def start(self) -> None:
         """In the background: open the index and run one search (which loads the embedding model, if any, so that
         no agent waits for it), then catch up with the tree (with a root, whatever the freshness mode: searches
-        are served meanwhile). In watch mode, start watching first."""
+        are served meanwhile). In watch mode, start watching first. A second call does nothing (the command line
+        starts the service before it imports the MCP SDK, so that opening the index and loading the model overlap
+        that import)."""
+        if self._started:
+            return
+        self._started = True
         if self.refresher is not None and self.freshness == "watch":
             try:
                 self.refresher.watch(self.debounce)

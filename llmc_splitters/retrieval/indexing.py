@@ -13,9 +13,9 @@ For each file (from disk or from memory):
 4. **Write** a group (up to 32 files / 4,000 rows) in one span-store transaction, then bring the lexical index and
    the vector store up to date and clear the group's ``pending`` rows (see :mod:`.spanstore`).
 
-Steps 3 and 4 run on a writer thread, one group at a time and in order, while the calling thread chunks the next
-files (at most two groups wait): SQLite, tantivy and the embedding model release the GIL, so writing and embedding
-overlap chunking.
+Steps 3 and 4 run on two threads of their own, each one group at a time and in order, while the calling thread
+chunks the next files (at most two groups wait at each step): SQLite, tantivy, the vector store and the embedding
+model release the GIL, so chunking, embedding and writing overlap, and the model never waits for the stores.
 
 SIGINT and SIGTERM during a run stop it at once and keep what is done: the file being chunked or laid out is dropped
 (however large it is; the next run indexes it), every file prepared before it is written, and
@@ -317,24 +317,33 @@ class Indexer:
             self.parts.dense.vectors()
 
     def flush(self, group: list[PreparedFile], report: IndexReport) -> None:
-        """Embed, write and publish a group of prepared files; ``group`` is emptied.
+        """Embed, write and publish a group of prepared files (:meth:`embed_group`, then :meth:`write_group`);
+        ``group`` is emptied."""
+        self.embed_group(group, report)
+        self.write_group(group, report)
 
-        A file whose text the model keeps failing on, or a group the store cannot write, is reported failed and
-        keeps its previous version (nothing of it is half-written).
+    def embed_group(self, group: list[PreparedFile], report: IndexReport) -> None:
+        """Fill the vector cache for a group (see :meth:`_embed`). A file whose text the model keeps failing on is
+        taken out of the group; a group the cache cannot be written for is reported failed and emptied."""
+        try:
+            self._embed(group, report)
+        except LlmcError as exc:
+            self._fail(group, report, exc)
+
+    def write_group(self, group: list[PreparedFile], report: IndexReport) -> None:
+        """Write and publish a group whose vectors are cached; ``group`` is emptied.
+
+        A group the store cannot write is reported failed and keeps its previous version (nothing of it is
+        half-written).
         """
         if not group:
             return
         dense = self.parts.dense
         try:
-            self._embed(group, report)
-            if not group:
-                return
             paths = [g.path for g in group]
             self.store.write_files([g.write for g in group], pending=LEXICAL | (VECTORS if dense is not None else 0))
         except LlmcError as exc:
-            for g in group:
-                report.failed[g.path] = f"could not write the records of {g.path}: {exc}"
-            group.clear()
+            self._fail(group, report, exc)
             return
         for g in group:
             report.spans += len(g.write.rows)
@@ -348,6 +357,12 @@ class Indexer:
         group.clear()
         if time.monotonic() - self._last_commit >= _LEXICAL_COMMIT_SECONDS:
             self.commit_lexical()
+
+    @staticmethod
+    def _fail(group: list[PreparedFile], report: IndexReport, exc: LlmcError) -> None:
+        for g in group:
+            report.failed[g.path] = f"could not write the records of {g.path}: {exc}"
+        group.clear()
 
     def commit_lexical(self) -> None:
         """Commit the lexical indexes and clear the outbox rows of the files they now hold."""
@@ -522,42 +537,56 @@ def stat_of(path: str | os.PathLike[str]) -> tuple[int, int] | None:
 
 
 class _GroupWriter:
-    """Writes prepared groups on a thread of its own, in order, while the caller chunks the next files.
+    """Embeds and writes prepared groups on two threads of its own, in order, while the caller chunks the next files.
 
-    Chunking is Python work under the GIL; writing is mostly SQLite, tantivy and the embedding model, which release
-    it, so the two overlap. At most ``depth`` groups wait (memory stays bounded). :meth:`close` waits for every
-    submitted group and re-raises what the thread raised; :meth:`abandon` (the run failed, or a second Ctrl-C) drops
-    the groups still waiting (the next run redoes them) and waits briefly for the one being written.
+    Chunking is Python work under the GIL; embedding (the model), writing (SQLite, tantivy, the vector store) mostly
+    release it. So the three overlap: while group N is written, group N+1 is embedded and group N+2 chunked, and the
+    model waits neither for the chunker nor for the stores. At most ``depth`` groups wait at each stage (memory stays
+    bounded). :meth:`close` waits for every submitted group and re-raises what a thread raised; :meth:`abandon` (the
+    run failed, or a second Ctrl-C) drops the groups still waiting (the next run redoes them) and waits briefly for
+    the ones in hand (each transaction is whole).
     """
 
     def __init__(self, indexer: Indexer, report: IndexReport, depth: int = 2) -> None:
         self._indexer = indexer
         self._report = report
-        self._queue: queue.Queue[list[PreparedFile] | None] = queue.Queue(maxsize=depth)
+        self._embed_q: queue.Queue[list[PreparedFile] | None] = queue.Queue(maxsize=depth)
+        self._write_q: queue.Queue[list[PreparedFile] | None] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
         self._abandoned = False
         self._opened = False
-        self._thread = threading.Thread(target=self._work, name="llmc-index-writer", daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._stage, args=(self._embed_q, indexer.embed_group,
+                                                                    self._write_q), name="llmc-index-embed",
+                                          daemon=True),
+                         threading.Thread(target=self._stage, args=(self._write_q, indexer.write_group, None),
+                                          name="llmc-index-writer", daemon=True)]
+        for t in self._threads:
+            t.start()
 
-    def _work(self) -> None:
+    def _stage(self, inbox: queue.Queue[list[PreparedFile] | None], work: Any,
+               outbox: queue.Queue[list[PreparedFile] | None] | None) -> None:
         while True:
-            group = self._queue.get()
+            group = inbox.get()
             if group is None:
+                if outbox is not None:
+                    outbox.put(None)
                 return
             if self._abandoned or self._error is not None:
                 continue
             try:
-                self._indexer.flush(group, self._report)
+                work(group, self._report)
             except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
                 self._error = exc
+                continue
+            if outbox is not None and group:
+                outbox.put(group)
 
     def _raise(self) -> None:
         if self._error is not None:
             raise self._error
 
     def submit(self, group: list[PreparedFile]) -> None:
-        """Queue ``group`` for writing (waits while ``depth`` groups are waiting)."""
+        """Queue ``group`` (waits while ``depth`` groups are waiting to be embedded)."""
         self._raise()
         if not group:
             return
@@ -566,26 +595,29 @@ class _GroupWriter:
             self._opened = True
         while True:
             try:
-                self._queue.put(group, timeout=0.1)
+                self._embed_q.put(group, timeout=0.1)
                 return
             except queue.Full:
                 self._raise()
-                if not self._thread.is_alive():
+                if not all(t.is_alive() for t in self._threads):
                     return
 
     def close(self) -> None:
-        """Wait until every submitted group is written; re-raise what writing raised."""
-        self._queue.put(None)
-        self._thread.join()
+        """Wait until every submitted group is written; re-raise what embedding or writing raised."""
+        self._embed_q.put(None)
+        for t in self._threads:
+            t.join()
         self._raise()
 
     def abandon(self) -> None:
-        """Drop the groups still waiting; wait a little for the one being written (its transaction is whole)."""
+        """Drop the groups still waiting; wait a little for the ones in hand (their transactions are whole)."""
         self._abandoned = True
-        while True:  # this thread is the only producer: once drained, the queue has room for the stop mark
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                break
-        self._queue.put(None)
-        self._thread.join(timeout=5.0)
+        for q in (self._embed_q, self._write_q):
+            while True:
+                try:
+                    q.get_nowait()
+                except queue.Empty:
+                    break
+        self._embed_q.put(None)  # the embed stage passes the stop mark on to the writer
+        for t in self._threads:
+            t.join(timeout=5.0)

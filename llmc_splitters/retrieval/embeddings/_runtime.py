@@ -206,8 +206,9 @@ _digests: dict[tuple, str] = {}
 def files_digest(root: str | os.PathLike[str]) -> str:
     """SHA-256 over every file under ``root`` (relative path and content), in path order.
 
-    Memoised in this process by the files' sizes and modification times, so a second backend of the same model
-    does not re-read ~90 MB of weights.
+    Memoised by the files' sizes and modification times, in this process and in ``digests.json`` under
+    :func:`cache_root`, so that a process that only loads a derived model (a ``query``) does not re-read ~90 MB of
+    weights to name it.
     """
     base = Path(root)
     files = sorted(p for p in base.rglob("*") if p.is_file())
@@ -216,14 +217,28 @@ def files_digest(root: str | os.PathLike[str]) -> str:
     with _digest_lock:
         if stat_key in _digests:
             return _digests[stat_key]
-    h = hashlib.sha256()
-    for p in files:
-        h.update(p.relative_to(base).as_posix().encode() + b"\0")
-        with p.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        h.update(b"\0")
-    digest = h.hexdigest()
+    memo_key = hashlib.sha256(json.dumps(stat_key).encode()).hexdigest()
+    memo_file = cache_root() / "digests.json"
+    try:
+        memo = json.loads(memo_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        memo = {}
+    digest = memo.get(memo_key) if isinstance(memo, dict) else None
+    if not isinstance(digest, str):
+        h = hashlib.sha256()
+        for p in files:
+            h.update(p.relative_to(base).as_posix().encode() + b"\0")
+            with p.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            h.update(b"\0")
+        digest = h.hexdigest()
+        memo = {**(memo if isinstance(memo, dict) else {}), memo_key: digest}
+        with contextlib.suppress(OSError):  # a read-only cache only costs the next process the hashing
+            memo_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo_file.with_name(f".digests-{os.getpid()}.json")
+            tmp.write_text(json.dumps(memo), encoding="utf-8")
+            os.replace(tmp, memo_file)
     with _digest_lock:
         _digests[stat_key] = digest
     return digest
