@@ -123,6 +123,8 @@ def search(
     filt, files = _resolve(parts, filt or SearchFilter())
     n = max(candidates, k)
     qvec = dense.embed_query(query) if dense is not None else None
+    if parts.hybrid is not None and qvec is not None and not multi_stage:
+        return _engine_fused(parts, query, qvec, k, n, filt, files, rrf_k)
     lists: dict[str, list[tuple[str, float]]] = {"lexical": parts.lexical("leaf").search(query, n, filt, files)}
     if dense is not None and qvec is not None:
         lists["dense"] = dense.vectors().query(qvec, n, role="leaf", filt=filt, files=files)
@@ -141,6 +143,17 @@ def search(
         hits.append(Hit(rows[rid].span, score, rank, ranks))
     signals = _signals(parts, query, hits[0].span if hits else None, lists.get("lexical", []), lists.get("dense"))
     return SearchResult(query, tuple(hits), confidence(signals), tuple(chosen), filt, signals)
+
+
+def _engine_fused(parts: IndexParts, query: str, qvec: list[float], k: int, n: int, filt: SearchFilter,
+                  files: Sequence[str] | None, rrf_k: int) -> SearchResult:
+    """A hybrid search the engine fuses itself, in one call (``IndexParts.hybrid``): no per-list ranks or scores,
+    so no confidence (0)."""
+    fused = parts.hybrid(query, qvec, n, filt, files, rrf_k)  # type: ignore[misc]
+    rows = parts.spans.get([i for i, _ in fused])
+    kept = _tie_order(fused, rows)[:k]
+    hits = tuple(Hit(rows[rid].span, score, rank, {"hybrid": rank + 1}) for rank, (rid, score) in enumerate(kept))
+    return SearchResult(query, hits, 0.0, (), filt, {})
 
 
 def _multi_stage(parts: IndexParts, query: str, qvec: list[float] | None, n: int, filt: SearchFilter,
