@@ -40,11 +40,13 @@ class MilvusStoreError(StoreError):
 
 
 class _QuietIterator(logging.Filter):
-    """Drops the warning pymilvus logs at each ``query_iterator`` on Milvus Lite (it falls back to a client-side
-    timestamp, which is what a strongly consistent read needs)."""
+    """Drops what pymilvus and Milvus Lite's in-process server log at each ``query_iterator`` (Lite has no
+    timestamp service, so the iterator falls back to a client-side timestamp: what a strongly consistent read
+    needs)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "mvccTs" not in record.getMessage()
+        text = record.getMessage()
+        return "mvccTs" not in text and "Method not implemented" not in text
 
 
 def pymilvus() -> Any:
@@ -53,9 +55,10 @@ def pymilvus() -> Any:
         import pymilvus as mod
     except ImportError as exc:
         raise missing_dependency("pymilvus", "milvus") from exc
-    log = logging.getLogger("pymilvus.client.iterator.query_iterator")
-    if not any(isinstance(f, _QuietIterator) for f in log.filters):
-        log.addFilter(_QuietIterator())
+    for name in ("pymilvus.client.iterator.query_iterator", "grpc._server"):
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _QuietIterator) for f in log.filters):
+            log.addFilter(_QuietIterator())
     return mod
 
 
@@ -240,20 +243,25 @@ class Collections:
         if fmt != FORMAT:
             what = "is not an llmc index" if fmt is None else f"holds an llmc index of format {fmt!r}, not {FORMAT!r}"
             raise MilvusStoreError(f"Milvus collection {self.name!r} at {self.uri} {what}: {fix}")
-        if stored is not None and stored != embedding_name and embedding_name != "none":
-            msg = (f"Milvus collection {self.name!r} at {self.uri} holds vectors from {stored!r}, not "
-                   f"{embedding_name!r}: pass that embedding, or {fix}")
-            raise MilvusStoreError(msg)
         have = int(props.get("llmc.dimension") or 0)
-        if dimension and have and have != dimension:
-            msg = (f"Milvus collection {self.name!r} at {self.uri} holds {have}-dimensional vectors, not {dimension}: "
-                   f"{fix}")
-            raise MilvusStoreError(msg)
         if dimension and not have:
             msg = (f"Milvus collection {self.name!r} at {self.uri} was built lexical-only (no vector field) and cannot "
                    f"take vectors from {embedding_name!r}: search it with embedding=None, or {fix}")
             raise MilvusStoreError(msg)
+        if stored is not None and stored != embedding_name and embedding_name != "none":
+            msg = (f"Milvus collection {self.name!r} at {self.uri} holds vectors from {stored!r}, not "
+                   f"{embedding_name!r}: pass that embedding, or {fix}")
+            raise MilvusStoreError(msg)
+        if dimension and have and have != dimension:
+            msg = (f"Milvus collection {self.name!r} at {self.uri} holds {have}-dimensional vectors, not {dimension}: "
+                   f"{fix}")
+            raise MilvusStoreError(msg)
         self.dimension = have or None
+
+    def load(self) -> None:
+        """Load the collections for reads (a reopened Milvus Lite file, or a server, holds them released)."""
+        for c in self.all():
+            self.call("load a collection", self.client.load_collection, c)
 
     # ------------------------------------------------------------------------------------------------ reads
 

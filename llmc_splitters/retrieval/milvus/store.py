@@ -45,6 +45,9 @@ class MilvusStore:
         >>> idx = CodeIndex(store=MilvusStore("http://milvus:19530"))              # doctest: +SKIP
     """
 
+    holds_index = True
+    """It holds the whole index (spans, BM25 and vectors), not only vectors."""
+
     def __init__(self, uri: str, collection: str = "llmc", *, token: str | None = None,
                  fusion: str = "server") -> None:
         if not isinstance(uri, str) or not uri.strip():
@@ -100,6 +103,7 @@ class MilvusStore:
                 raise IndexNotFoundError(msg)
             else:
                 cols.create(embedding_name, dimension)
+            cols.load()
             self._cols = cols
             self._spans = MilvusSpans(cols)
             self._lexical = {r: MilvusLexical(cols, r) for r in ("leaf", "summary")}
