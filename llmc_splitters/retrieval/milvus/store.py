@@ -64,7 +64,8 @@ class MilvusStore:
         self.collection = collection
         self.token = token
         self.fusion = fusion
-        self._cols: Collections | None = None
+        self._cols: Collections | None = None  # open for a model
+        self._link: Collections | None = None  # connected
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -92,7 +93,7 @@ class MilvusStore:
             IndexNotFoundError: ``create=False`` and there is no such collection.
         """
         with self._lock:
-            cols = self._cols or Collections(connect(self.uri, self.token), self.collection, self.uri)
+            cols = self._connected()
             if reset:
                 cols.drop()
             if cols.exists():
@@ -108,6 +109,37 @@ class MilvusStore:
             self._spans = MilvusSpans(cols)
             self._lexical = {r: MilvusLexical(cols, r) for r in ("leaf", "summary")}
             self._vectors = MilvusVectors(cols)
+
+    def _connected(self) -> Collections:
+        if self._link is None:
+            self._link = Collections(connect(self.uri, self.token), self.collection, self.uri)
+        return self._link
+
+    def recorded(self) -> dict[str, Any]:
+        """What the collection records (``embedding``, the ``settings`` of a file, the CLI's ``manifest``), read
+        before it is opened for a model, as :meth:`CodeIndex.recorded
+        <llmc_splitters.retrieval.CodeIndex.recorded>` reads an index directory.
+
+        Raises:
+            IndexNotFoundError: There is no such collection.
+            MilvusStoreError: Milvus cannot be reached, or the collection is not an llmc index.
+        """
+        import json
+
+        with self._lock:
+            cols = self._connected()
+        if not cols.exists():
+            msg = (f"no index in Milvus at {self.uri} (collection {self.collection!r}): index files first "
+                   f"(llmc-splitters index PATH --milvus {self.uri} --collection {self.collection})")
+            raise IndexNotFoundError(msg)
+        cols.check("none", None)
+        cols.load()
+        spans = MilvusSpans(cols)
+        files = cols.query(cols.files, "", ["settings"], limit=1)
+        manifest = spans.get_meta("manifest")
+        return {"embedding": spans.get_meta("embedding") or "none", "vectors": self.describe(),
+                "settings": files[0]["settings"] if files else None,
+                "manifest": json.loads(manifest) if manifest else {}}
 
     @property
     def spans(self) -> MilvusSpans:
@@ -147,6 +179,6 @@ class MilvusStore:
     def close(self) -> None:
         """Close the connection (the next :meth:`open` connects again)."""
         with self._lock:
-            if self._cols is not None:
-                self._cols.call("close", self._cols.client.close)
-                self._cols = None
+            if self._link is not None:
+                self._link.call("close", self._link.client.close)
+            self._cols = self._link = None
