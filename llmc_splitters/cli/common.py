@@ -205,16 +205,10 @@ def store_location(db: Path, vectors: Any) -> str:
     return str(db)
 
 
-def open_index(args: argparse.Namespace) -> tuple[Any, Path | None]:
-    """An existing index, opened to be read, with the embedding it was built with, and its directory (``None``
-    for an index in Milvus: ``--milvus``); exits 3 when there is none."""
+def open_index(args: argparse.Namespace) -> tuple[Any, Path]:
+    """An existing index, opened to be read, with the embedding it was built with; exits 3 when there is none."""
     from ..retrieval import CodeIndex
     from ..retrieval.spanstore import IndexNotFoundError
-    from .milvus import milvus_store, open_milvus_index
-
-    store = milvus_store(args)
-    if store is not None:
-        return open_milvus_index(args, store)[0], None
     db = find_db(args.db)
     try:
         recorded = CodeIndex.recorded(db)

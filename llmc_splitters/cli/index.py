@@ -32,6 +32,7 @@ from .common import (
     store_location,
     vectors_arg,
 )
+from .milvus import milvus_store, recorded_of, write_manifest
 
 __all__ = ["add_parser", "run"]
 
@@ -167,8 +168,6 @@ def run(args: argparse.Namespace) -> ExitCode:
     root = root.resolve()
     if args.watch and importlib.util.find_spec("watchdog") is None:
         raise CliError("error: --watch needs watchdog: pip install 'llmc-splitters[mcp]'", ExitCode.MISSING_DEPENDENCY)
-    from .milvus import milvus_store, recorded_of, write_manifest
-
     milvus = milvus_store(args)  # the whole index in Milvus: no directory
     db = Path(args.db).resolve() if args.db else root / DB_DIRNAME
     options = WalkOptions(

@@ -35,11 +35,11 @@ from .common import (
     err,
     find_db,
     max_tokens_of,
-    open_index,
     positive,
     read_manifest,
     vectors_arg,
 )
+from .milvus import milvus_store, open_index, recorded_of
 
 __all__ = ["add_parser", "run"]
 
@@ -118,8 +118,6 @@ def run(args: argparse.Namespace) -> ExitCode:
         from ..mcp.server import check_http_settings
 
         check_http_settings(args.bind, allow_remote=args.allow_remote, token=token)
-    from .milvus import milvus_store, recorded_of
-
     milvus = milvus_store(args)  # the whole index in Milvus: no directory
     root: Path | None = None
     if args.path:
@@ -215,8 +213,6 @@ def _open_tree_index(args: argparse.Namespace, db: Path | None, options: Any, mi
     from ..retrieval.spanstore import IndexNotFoundError
 
     if milvus is not None:
-        from .milvus import recorded_of
-
         recorded = recorded_of(milvus)
         embedding, _note = choose_embedding(args.embedding, (recorded or {}).get("embedding"), milvus.uri)
         max_tokens = (recorded or {}).get("manifest", {}).get("max_tokens") or \

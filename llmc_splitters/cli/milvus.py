@@ -11,9 +11,12 @@ import argparse
 import json
 from typing import Any
 
+from pathlib import Path
+
+from . import common
 from .common import CliError, ExitCode, NoIndex, max_tokens_of
 
-__all__ = ["milvus_store", "open_milvus_index", "recorded_of", "write_manifest"]
+__all__ = ["milvus_store", "open_index", "open_milvus_index", "recorded_of", "write_manifest"]
 
 DEFAULT_COLLECTION = "llmc"
 
@@ -29,6 +32,15 @@ def milvus_store(args: argparse.Namespace) -> Any:
     from ..retrieval import MilvusStore
 
     return MilvusStore(uri, collection=args.collection or DEFAULT_COLLECTION)
+
+
+def open_index(args: argparse.Namespace) -> tuple[Any, Path | None]:
+    """The index ``query``, ``stats`` and ``mcp`` read: in Milvus with ``--milvus`` (no directory: ``None``), else
+    the directory's (:func:`~llmc_splitters.cli.common.open_index`)."""
+    store = milvus_store(args)
+    if store is not None:
+        return open_milvus_index(args, store)[0], None
+    return common.open_index(args)
 
 
 def recorded_of(store: Any) -> dict[str, Any] | None:

@@ -9,7 +9,8 @@ import sys
 from collections import Counter
 from typing import Any
 
-from .common import DB_DIRNAME, ExitCode, add_store_args, open_index, read_manifest, store_location
+from .common import DB_DIRNAME, ExitCode, add_store_args, read_manifest, store_location
+from .milvus import open_index
 
 __all__ = ["add_parser", "run"]
 
