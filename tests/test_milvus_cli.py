@@ -56,7 +56,7 @@ def test_index_query_stats_read_milvus_alone(built, capsys):
 
 @pytest.mark.parametrize(("argv", "code", "message"), [
     (["query", "x", "--milvus", "http://127.0.0.1:9"], 1,
-     "error: could not connect to Milvus at http://127.0.0.1:9: .*check the address and that the server runs"),
+     "error: could not open Milvus at http://127.0.0.1:9: .*check the address and that the server runs"),
     (["query", "x", "--milvus", "{db}", "--collection", "other"], 3,
      r"error: no index in Milvus at .* \(collection 'other'\): run `llmc-splitters index PATH --milvus"),
     (["query", "x", "--milvus", "{db}", "--db", "somewhere"], 2, "error: --milvus holds the whole index"),

@@ -6,6 +6,7 @@ the same contexts, and ranks the top 10 alike.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -223,10 +224,12 @@ def test_a_killed_run_resumes(tmp_path):
 
 
 def test_errors_say_what_to_do(lite, tmp_path):
-    with pytest.raises(MilvusStoreError, match=r"could not connect to Milvus at http://127.0.0.1:9.*server runs"):
+    with pytest.raises(MilvusStoreError, match=r"could not open Milvus at http://127.0.0.1:9.*server runs"):
         CodeIndex(store=MilvusStore("http://127.0.0.1:9", collection="x"))
-    with pytest.raises(MilvusStoreError, match="Lite file"):
+    with pytest.raises(MilvusStoreError, match="the directory .*/no/such/dir does not exist"):
         CodeIndex(store=MilvusStore(str(tmp_path / "no" / "such" / "dir" / "x.db")))
+    with pytest.raises(ConfigurationError, match=r"must end in \.db"):
+        MilvusStore(str(tmp_path / "idx"))
     CodeIndex(store=MilvusStore(lite, collection="model"), embedding=HashingEmbedding(64)).index_texts(
         {"a.py": "def f():\n    return 1\n"})
     with pytest.raises(MilvusStoreError, match="holds vectors from 'hashing:64', not 'hashing:32'.*--reset") as err:
@@ -280,3 +283,20 @@ def test_retrievers_take_the_store(lite):
 
     li = LlamaRetriever(texts=texts, store=MilvusStore(lite, collection="faces_li"), k=1)
     assert "def home" in li.retrieve("home directory")[0].node.get_content()
+
+
+def test_a_lite_file_is_one_process_at_a_time_and_close_releases_it(tmp_path):
+    db = str(tmp_path / "held.db")
+    store = MilvusStore(db, collection="held")
+    CodeIndex(store=store).index_texts({"a.py": "def held():\n    return 1\n"})
+    code = ("import sys\nfrom llmc_splitters.cli import main\n"
+            "sys.exit(main(['query', 'held', '--milvus', sys.argv[1], '--collection', 'held', '--json']))\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    held = subprocess.run([sys.executable, "-c", code, db], env=env, capture_output=True, text=True, timeout=120)
+    assert held.returncode == 1
+    assert held.stderr.strip().splitlines()[-1].startswith("error: could not open Milvus at ")
+    assert "another process probably holds this Milvus Lite file" in held.stderr
+    store.close()
+    free = subprocess.run([sys.executable, "-c", code, db], env=env, capture_output=True, text=True, timeout=120)
+    assert free.returncode == 0, free.stderr
+    assert "def held():" in json.loads(free.stdout)["context"]

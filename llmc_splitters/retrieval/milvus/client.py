@@ -21,6 +21,7 @@ import json
 import logging
 import zlib
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from ...errors import missing_dependency
@@ -87,9 +88,22 @@ def connect(uri: str, token: str | None) -> Any:
     try:
         return mod.MilvusClient(**kwargs)
     except Exception as exc:  # noqa: BLE001 - pymilvus raises MilvusException, grpc errors, OSError, ...
-        what = ("check the path (a Milvus Lite file such as ./idx.db, in a directory that exists)" if is_lite(uri)
-                else "check the address and that the server runs (a Milvus standalone or cluster on port 19530)")
-        raise MilvusStoreError(f"could not connect to Milvus at {uri}: {_short(exc)}; {what}") from exc
+        if not is_lite(uri):
+            what = "check the address and that the server runs (a Milvus standalone or cluster on port 19530)"
+        elif not Path(uri).resolve().parent.is_dir():
+            what = f"the directory {Path(uri).parent} does not exist"
+        else:  # Lite logs why; the one reason left is another process holding the file
+            what = ("another process probably holds this Milvus Lite file (Lite serves one process at a time): wait "
+                    "for it, stop it, or use a Milvus server (http://host:19530) for several")
+        raise MilvusStoreError(f"could not open Milvus at {uri}: {_short(exc)}; {what}") from exc
+
+
+def release(uri: str) -> None:
+    """Let another process open a Milvus Lite file this one opened (its in-process server stops)."""
+    if is_lite(uri):
+        from milvus_lite.server_manager import server_manager_instance
+
+        server_manager_instance.release_server(uri)
 
 
 def _short(exc: BaseException) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from ...errors import ConfigurationError
 from ..filters import SearchFilter
 from ..spanstore import IndexNotFoundError
-from .client import Collections, connect, is_lite
+from .client import Collections, connect, is_lite, release
 from .engines import MilvusLexical, MilvusVectors, hybrid_search
 from .spans import MilvusSpans
 
@@ -52,6 +52,10 @@ class MilvusStore:
                  fusion: str = "server") -> None:
         if not isinstance(uri, str) or not uri.strip():
             msg = f"uri must be a Milvus Lite file (./idx.db) or a server address (http://host:19530), got {uri!r}"
+            raise ConfigurationError(msg)
+        if is_lite(uri.strip()) and not uri.strip().endswith(".db"):
+            msg = (f"a Milvus Lite file must end in .db (./idx.db), got {uri!r}; a server address starts with "
+                   "http:// (http://host:19530)")
             raise ConfigurationError(msg)
         if not isinstance(collection, str) or not _NAME.fullmatch(collection):
             msg = (f"collection must be a Milvus collection name (a letter or _, then letters, digits or _), "
@@ -177,8 +181,10 @@ class MilvusStore:
         return {"kind": "milvus", "uri": self.uri, "collection": self.collection}
 
     def close(self) -> None:
-        """Close the connection (the next :meth:`open` connects again)."""
+        """Close the connection (the next :meth:`open` connects again); a Milvus Lite file is released for another
+        process."""
         with self._lock:
             if self._link is not None:
                 self._link.call("close", self._link.client.close)
+                release(self.uri)
             self._cols = self._link = None
