@@ -32,6 +32,10 @@ from .query_path import QUESTIONS
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def _du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+
+
 def _overlap(a: list[str], b: list[str]) -> float:
     return len(set(a[:10]) & set(b[:10])) / max(1, min(10, max(len(a), len(b))))
 
@@ -80,6 +84,9 @@ def run_size(n: int, hybrid: bool) -> list[dict]:
             remote.index_directory(src)
             row["milvus_index_s"] = round(time.perf_counter() - t0, 2)
             row["leaves"] = local.leaf_count()
+            row["rows"] = remote.span_store.counts()["spans"]
+            row["local_disk_mb"] = round(_du(local_dir) / 1e6, 1)
+            row["milvus_disk_mb"] = round(_du(Path(db)) / 1e6, 1)
             assert remote.leaf_count() == row["leaves"], "the engines hold different leaves"
             row["local_query_p50_ms"], a = _p50_search(local, QUESTIONS)
             row["milvus_query_p50_ms"], b = _p50_search(remote, QUESTIONS)
@@ -101,19 +108,20 @@ def run_size(n: int, hybrid: bool) -> list[dict]:
 
 def _markdown(rows: list[dict]) -> str:
     head = ("| files | mode | leaves | index local s | index Milvus s | query p50 local ms | query p50 Milvus ms | "
-            "fresh query local s | fresh query Milvus s | mean overlap@10 | min overlap@10 | same top-1 |")
+            "fresh query local s | fresh query Milvus s | mean overlap@10 | min overlap@10 | same top-1 | disk local MB | "
+            "disk Milvus MB |")
     lines = [
         "# The whole index on Milvus Lite against the local engines", "",
         f"`python -m benchmarks.milvus` on {platform.processor() or platform.machine()}, Python "
         f"{platform.python_version()}; see the module docstring for what is measured.", "",
-        head, "|" + "---|" * 12,
+        head, "|" + "---|" * 14,
     ]
     for r in rows:
         lines.append(
             f"| {r['files']} | {r['mode']} | {r['leaves']} | {r['local_index_s']} | {r['milvus_index_s']} | "
             f"{r['local_query_p50_ms']} | {r['milvus_query_p50_ms']} | {r.get('local_fresh_query_s', '')} | "
             f"{r.get('milvus_fresh_query_s', '')} | {r['mean_overlap_at_10']} | {r['min_overlap_at_10']} | "
-            f"{r['same_top1']} |")
+            f"{r['same_top1']} | {r['local_disk_mb']} | {r['milvus_disk_mb']} |")
     return "\n".join(lines) + "\n"
 
 

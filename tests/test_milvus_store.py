@@ -300,3 +300,18 @@ def test_a_lite_file_is_one_process_at_a_time_and_close_releases_it(tmp_path):
     free = subprocess.run([sys.executable, "-c", code, db], env=env, capture_output=True, text=True, timeout=120)
     assert free.returncode == 0, free.stderr
     assert "def held():" in json.loads(free.stdout)["context"]
+
+
+def test_bm25_scores_are_positive_best_first_and_near_tantivys(pair):
+    """Milvus Lite returns a BM25 hit's score negated (best first: the most negative); the store reports its
+    magnitude. The scores are BM25 over the same terms (k1 1.2, b 0.75): within 25% of tantivy's, the collection's
+    statistics counting every row with terms (summaries too) where tantivy counts the leaves."""
+    local, remote = pair
+    for q in QUERIES:
+        a = dict(local.lexical("leaf").search(q, 10))
+        b = remote.lexical("leaf").search(q, 10)
+        scores = [s for _, s in b]
+        assert scores == sorted(scores, reverse=True) and all(s > 0 for s in scores), q
+        for rid, s in b:
+            if rid in a:
+                assert 0.75 <= s / a[rid] <= 1.25, (q, rid, s, a[rid])
