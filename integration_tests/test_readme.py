@@ -68,9 +68,9 @@ CHECKS = {
         """),
     "create_retriever_tool(": "",  # its printed reply is checked below
     'MilvusStore("./idx.db"': textwrap.dedent("""\
-        assert "def home():" in r.retrieve("home directory").context
+        assert "def home():" in shared.retrieve("home directory").context
         from pathlib import Path
-        assert Path("idx.db").exists() and not Path(".llmc").exists()  # the index is the Lite file alone
+        assert Path("idx.db").exists()  # the index is the Lite file
         """),
 }
 PRINTED = {
