@@ -20,7 +20,7 @@ pytest.importorskip("milvus_lite")
 
 from helpers import DATA  # noqa: E402
 
-from llmc_splitters.errors import ConfigurationError, MissingDependencyError  # noqa: E402
+from llmc_splitters.errors import ConfigurationError, FilterWarning, MissingDependencyError  # noqa: E402
 from llmc_splitters.retrieval import CodeIndex, CodeRetriever, HashingEmbedding, MilvusStore  # noqa: E402
 from llmc_splitters.retrieval.milvus import MilvusStoreError  # noqa: E402
 from llmc_splitters.retrieval.spanstore import IndexNotFoundError  # noqa: E402
@@ -171,6 +171,11 @@ def test_incremental_edit_delete_and_reopen(lite, tmp_path):
     assert sorted(first.added) == ["app.js", "pkg/mail.py", "pkg/user.py"]
     again = idx.index_directory(tree)
     assert again.written == 0 and again.bytes_read == 0  # stat first: nothing read
+    os.utime(tree / "app.js", ns=(1_000_000_000, 1_000_000_000))  # a touch: read, same hash, new stat recorded
+    touched = idx.index_directory(tree)
+    assert touched.written == 0 and touched.bytes_read > 0
+    assert idx.span_store.marker("app.js").mtime_ns == 1_000_000_000
+    assert idx.index_directory(tree).bytes_read == 0
     (tree / "pkg" / "mail.py").write_text("def send_letter(to):\n    return post(to)\n", encoding="utf-8")
     (tree / "app.js").unlink()
     third = idx.index_directory(tree)
@@ -178,7 +183,8 @@ def test_incremental_edit_delete_and_reopen(lite, tmp_path):
     assert [h.span.name for h in idx.search("send letter").hits][:1] == ["send_letter"]
     assert all("smtp" not in h.span.text for h in idx.search("send mail smtp").hits)
     assert all(h.span.path != "app.js" for h in idx.search("fetch user").hits)
-    assert not idx.search("fetch", language="javascript").hits
+    with pytest.warns(FilterWarning, match="no indexed file is in the language 'javascript'"):
+        assert not idx.search("fetch", language="javascript").hits
     assert idx.get_symbol("User.fullName")[0].text.strip().startswith("def fullName")
     # Another process's view: a fresh store on the same collection reads what was written.
     store.close()
