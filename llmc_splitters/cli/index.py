@@ -310,6 +310,8 @@ def run(args: argparse.Namespace) -> ExitCode:
     }
     if milvus is not None:
         write_manifest(index, manifest, summary)
+        if not args.watch:
+            milvus.close()  # seals the writes, and releases a Lite file for the next command
     else:
         with contextlib.suppress(OSError):
             (db / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

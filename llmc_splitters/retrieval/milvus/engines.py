@@ -72,6 +72,7 @@ class MilvusLexical:
         words = list(terms) if terms is not None else code_terms(query)
         if not words or n <= 0 or (files is not None and not files):
             return []
+        self.cols.flush()
         got = self.cols.call("search", self.cols.client.search, self.cols.rows, data=[" ".join(words)],
                              anns_field="sparse", limit=min(n, _MAX_TOPK), filter=filter_expr(self.role, filt, files),
                              search_params={"metric_type": "BM25"}, output_fields=[])
@@ -122,6 +123,7 @@ class MilvusVectors:
         """The ``n`` nearest rows of ``role`` as ``(id, cosine similarity)``, best first."""
         if n <= 0 or (files is not None and not files):
             return []
+        self.cols.flush()
         got = self.cols.call("search", self.cols.client.search, self.cols.rows, data=[vector], anns_field="dense",
                              limit=min(n, _MAX_TOPK), filter=filter_expr(role, filt, files),
                              search_params={"metric_type": "COSINE"}, output_fields=[])
@@ -137,6 +139,7 @@ def hybrid_search(cols: Collections, query: str, vector: list[float], n: int, fi
     if n <= 0 or (files is not None and not files):
         return []
     mod = pymilvus()
+    cols.flush()
     expr = filter_expr("leaf", filt, files)
     limit = min(n, _MAX_TOPK)
     reqs = [mod.AnnSearchRequest(data=[vector], anns_field="dense", param={"metric_type": "COSINE"}, limit=limit,

@@ -101,7 +101,8 @@ class MilvusSpans:
         yield
 
     def close(self) -> None:
-        """Nothing to release per thread (the store's client is closed by the store)."""
+        """Seal what was written (the store's client is closed by the store)."""
+        self.cols.flush()
 
     # ------------------------------------------------------------------------------------------------- meta
 

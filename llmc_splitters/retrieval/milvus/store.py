@@ -8,6 +8,7 @@ collections); nothing is written to the local disk, so every machine that reache
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from typing import Any
@@ -22,6 +23,9 @@ from .spans import MilvusSpans
 __all__ = ["MilvusStore"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,200}")
+# Open stores per Milvus Lite file in this process: they share its in-process server, released with the last one.
+_LITE_OPEN: dict[str, int] = {}
+_LITE_LOCK = threading.Lock()
 
 
 class MilvusStore:
@@ -117,6 +121,10 @@ class MilvusStore:
     def _connected(self) -> Collections:
         if self._link is None:
             self._link = Collections(connect(self.uri, self.token), self.collection, self.uri)
+            if self.lite:
+                with _LITE_LOCK:
+                    key = os.path.abspath(self.uri)
+                    _LITE_OPEN[key] = _LITE_OPEN.get(key, 0) + 1
         return self._link
 
     def recorded(self) -> dict[str, Any]:
@@ -182,9 +190,16 @@ class MilvusStore:
 
     def close(self) -> None:
         """Close the connection (the next :meth:`open` connects again); a Milvus Lite file is released for another
-        process."""
+        process once no other open store of this process uses it."""
         with self._lock:
             if self._link is not None:
+                self._link.flush()
                 self._link.call("close", self._link.client.close)
-                release(self.uri)
+                if self.lite:
+                    with _LITE_LOCK:
+                        key = os.path.abspath(self.uri)
+                        _LITE_OPEN[key] = _LITE_OPEN.get(key, 1) - 1
+                        if _LITE_OPEN[key] <= 0:
+                            del _LITE_OPEN[key]
+                            release(self.uri)
             self._cols = self._link = None
