@@ -167,6 +167,7 @@ class Collections:
         self.vectors = f"{name}_vectors"
         self.dimension: int | None = None
         self.dirty: set[str] = set()  # collections written since their last flush
+        self.writes = 0  # writes through this client: what a cached count is valid for
 
     def all(self) -> list[str]:
         return [self.rows, self.files, self.meta, self.vectors]
@@ -306,11 +307,13 @@ class Collections:
     def delete(self, collection: str, expr: str) -> None:
         self.call("delete", self.client.delete, collection, filter=expr)
         self.dirty.add(collection)
+        self.writes += 1
 
     def upsert(self, collection: str, rows: list[dict]) -> None:
         for i in range(0, len(rows), 500):
             self.call("write", self.client.upsert, collection, rows[i : i + 500])
         self.dirty.add(collection)
+        self.writes += 1
 
     def flush(self) -> None:
         """Seal what was written since the last flush. Milvus searches a growing segment (and its deletes) by brute

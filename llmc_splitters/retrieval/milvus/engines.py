@@ -50,6 +50,7 @@ class MilvusLexical:
     def __init__(self, cols: Collections, role: str) -> None:
         self.cols = cols
         self.role = role
+        self._rows: tuple[int, int] | None = None  # (writes when counted, rows)
 
     def __repr__(self) -> str:
         return f"MilvusLexical({self.cols.name!r}, {self.role!r})"
@@ -84,7 +85,9 @@ class MilvusLexical:
         """``(rows, {term: rows holding it})`` of this role (one count per term, by ``TEXT_MATCH``)."""
         role = f"role == {literal(self.role)}"
         df = {t: self.cols.count(self.cols.rows, f"{role} and TEXT_MATCH(terms, {literal(t)})") for t in terms}
-        return self.cols.count(self.cols.rows, role), df
+        if self._rows is None or self._rows[0] != self.cols.writes:  # counted again after this client wrote
+            self._rows = (self.cols.writes, self.cols.count(self.cols.rows, role))
+        return self._rows[1], df
 
     def ids(self) -> set[str]:
         return {r["id"] for r in self.cols.iterate(self.cols.rows, f"role == {literal(self.role)}", ["id"])}
