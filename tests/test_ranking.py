@@ -139,17 +139,19 @@ def test_noise_kinds():
     assert noise_kinds("client.py", "python", "function") == frozenset()
 
 
-def test_a_lone_closing_piece_does_not_rank_beside_its_definition():
-    src = "class ObjectMapper {\n" + "".join(f"  m{i}() {{ return {i}; }}\n" for i in range(200)) + "}\n"
+def test_a_trailing_fragment_does_not_outrank_its_definition():
+    body = "".join(f"  const v{i} = compute{i}(input, options, {i});\n  results.push(v{i});\n\n" for i in range(60))
+    src = ("export function buildObjectMapper(input, options) {\n  const results = [];\n\n" + body
+           + "  log(results.length);\n  return results;\n}\n")
     r = CodeRetriever(embedding=None, max_tokens=128)
-    r.index_texts({"mapper.ts": src})
+    r.index_texts({"mapper.js": src})
 
-    def top(ranking):
-        return [(h.span.start_line, h.span.text.strip()) for h in r.search("ObjectMapper", k=3, ranking=ranking).hits]
+    def first(ranking):
+        return r.search("buildObjectMapper", k=3, ranking=ranking).hits[0].span
 
-    assert top(Ranking())[0] == (1, "class ObjectMapper {")
-    assert (202, "}") not in top(Ranking())
-    assert (202, "}") in top(Ranking().without("tiny"))  # what the rule is for
+    assert first(Ranking()).start_line == 1  # the definition's first piece, with its signature
+    tail = first(Ranking().without("tiny"))  # what the rule is for: the short last piece wins BM25's length norm
+    assert tail.text.strip().endswith("return results;\n}") and tail.token_count < 48
 
 
 def test_every_rule_has_a_switch_and_bad_settings_are_refused():

@@ -82,15 +82,19 @@ def positive(text: str) -> int:
 
 
 def add_store_args(p: argparse.ArgumentParser, db_help: str, *, writes: bool) -> None:
-    """``--db``, ``--host``, ``--port`` and ``--collection``: where the index (and its vectors) are."""
+    """``--db``, ``--host``, ``--port``, ``--milvus`` and ``--collection``: where the index (and its vectors) are."""
     g = p.add_argument_group("index location")
     g.add_argument("--db", metavar="DIR", help=db_help)
     where = ("keep the vectors on a Chroma server (`chroma run`) at this host instead of in DIR/chroma"
              if writes else "read the vectors from this Chroma server instead of where the index records them")
     g.add_argument("--host", help=where)
     g.add_argument("--port", type=positive, help="Chroma server port (default 8000)")
+    g.add_argument("--milvus", metavar="URI",
+                   help="the whole index (spans, BM25, vectors) in Milvus instead of --db: a Milvus Lite file "
+                        "(./idx.db) or a server (http://host:19530)")
     g.add_argument("--collection", default=None,
-                   help=f"Chroma collection of the vectors (default {DEFAULT_COLLECTION}, or the index's)")
+                   help=f"Chroma collection of the vectors (default {DEFAULT_COLLECTION}, or the index's); with "
+                        "--milvus, the index's collection (default llmc)")
 
 
 # ------------------------------------------------------------------------------------------------------ output
@@ -205,7 +209,6 @@ def open_index(args: argparse.Namespace) -> tuple[Any, Path]:
     """An existing index, opened to be read, with the embedding it was built with; exits 3 when there is none."""
     from ..retrieval import CodeIndex
     from ..retrieval.spanstore import IndexNotFoundError
-
     db = find_db(args.db)
     try:
         recorded = CodeIndex.recorded(db)

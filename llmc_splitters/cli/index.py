@@ -32,6 +32,7 @@ from .common import (
     store_location,
     vectors_arg,
 )
+from .milvus import milvus_store, recorded_of, write_manifest
 
 __all__ = ["add_parser", "run"]
 
@@ -167,6 +168,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     root = root.resolve()
     if args.watch and importlib.util.find_spec("watchdog") is None:
         raise CliError("error: --watch needs watchdog: pip install 'llmc-splitters[mcp]'", ExitCode.MISSING_DEPENDENCY)
+    milvus = milvus_store(args)  # the whole index in Milvus: no directory
     db = Path(args.db).resolve() if args.db else root / DB_DIRNAME
     options = WalkOptions(
         include=tuple(dict.fromkeys([*(args.only or DEFAULT_INCLUDE), *args.include])),
@@ -177,7 +179,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         skip_generated=not args.include_generated,
         skip_minified=not args.include_generated,
         max_file_bytes=args.max_file_size,
-        never_enter=(str(db),),
+        never_enter=(str(db),) if milvus is None else (),
     )
     walked = walk(root, options)
     t_walk = time.monotonic() - t0
@@ -188,34 +190,37 @@ def run(args: argparse.Namespace) -> ExitCode:
 
     # The embedding: the existing index's, unless told otherwise.
     recorded: dict[str, Any] | None = None
-    if not args.reset:
+    if not args.reset and milvus is not None:
+        recorded = recorded_of(milvus)
+    elif not args.reset:
         try:
             recorded = CodeIndex.recorded(db)
         except IndexNotFoundError:
             recorded = None
     previous = recorded["embedding"] if recorded is not None else None
-    embedding, notice = choose_embedding(args.embedding, previous, db)
+    embedding, notice = choose_embedding(args.embedding, previous, db if milvus is None else milvus.uri)
     emb_name = embedding_name(embedding)
-    if (args.host or args.collection) and embedding is None:
+    if (args.host or args.collection) and embedding is None and milvus is None:
         msg = ("error: --host/--collection say where vectors go, but this index is lexical (--embedding none): it "
                "keeps everything in --db. Drop them, or choose an embedding")
         raise CliError(msg, ExitCode.USAGE)
-    vectors = vectors_arg(args, recorded) if embedding is not None else None
+    vectors = vectors_arg(args, recorded) if embedding is not None and milvus is None else None
     if isinstance(vectors, tuple):
         from ..retrieval.store import ChromaStore
 
         vectors = ChromaStore(str(db / "chroma"), collection=vectors[1])
     if notice:
         err(notice)
-    max_tokens = args.max_tokens or read_manifest(db).get("max_tokens") or \
+    manifest_before = (recorded or {}).get("manifest", {}) if milvus is not None else read_manifest(db)
+    max_tokens = args.max_tokens or manifest_before.get("max_tokens") or \
         max_tokens_of((recorded or {}).get("settings")) or 512
     from ..chunking.chunker import ASTChunker
 
     # A file allowed past the walker's --max-file-size is parsed (in windows), not only cut by lines.
     chunker = ASTChunker(max_tokens=max_tokens, analyze=True, max_file_bytes=max(16 << 20, args.max_file_size))
     try:
-        index = CodeIndex(db, vectors=vectors, embedding=embedding, chunker=chunker, reset=args.reset,
-                          embed_workers=args.embed_workers)
+        index = CodeIndex(None if milvus else db, vectors=vectors, embedding=embedding, chunker=chunker,
+                          reset=args.reset, embed_workers=args.embed_workers, store=milvus)
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
 
@@ -259,9 +264,9 @@ def run(args: argparse.Namespace) -> ExitCode:
     counts = index.span_store.counts()
     summary: dict[str, Any] = {
         "root": str(root),
-        "db": str(db),
-        "store": store_location(db, vectors),
-        "collection": getattr(vectors, "collection_name", None),
+        "db": str(db) if milvus is None else None,
+        "store": store_location(db, vectors) if milvus is None else repr(milvus),
+        "collection": getattr(vectors, "collection_name", None) if milvus is None else milvus.collection,
         "embedding": "none" if embedding is None else emb_name,
         "embedding_name": emb_name,
         "max_tokens": max_tokens,
@@ -303,9 +308,14 @@ def run(args: argparse.Namespace) -> ExitCode:
                  "max_file_bytes": options.max_file_bytes},
         "indexed_at": summary["indexed_at"],
     }
-    with contextlib.suppress(OSError):
-        (db / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        (db / LAST_RUN).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if milvus is not None:
+        write_manifest(index, manifest, summary)
+        if not args.watch:
+            milvus.close()  # seals the writes, and releases a Lite file for the next command
+    else:
+        with contextlib.suppress(OSError):
+            (db / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+            (db / LAST_RUN).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:

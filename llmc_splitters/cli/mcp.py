@@ -35,11 +35,11 @@ from .common import (
     err,
     find_db,
     max_tokens_of,
-    open_index,
     positive,
     read_manifest,
     vectors_arg,
 )
+from .milvus import milvus_store, open_index, recorded_of
 
 __all__ = ["add_parser", "run"]
 
@@ -120,6 +120,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         from ..mcp.server import check_http_settings
 
         check_http_settings(args.bind, allow_remote=args.allow_remote, token=token)
+    milvus = milvus_store(args)  # the whole index in Milvus: no directory
     root: Path | None = None
     if args.path:
         root = Path(args.path)
@@ -127,13 +128,15 @@ def run(args: argparse.Namespace) -> ExitCode:
             code = ExitCode.NOT_FOUND if not root.exists() else ExitCode.USAGE
             raise CliError(f"error: {args.path}: not a directory (mcp PATH serves a source tree)", code)
         root = root.resolve()
-        db: Path | None = Path(args.db).resolve() if args.db else root / DB_DIRNAME
+        db: Path | None = None if milvus else Path(args.db).resolve() if args.db else root / DB_DIRNAME
+    elif milvus is not None:
+        db = None
     else:
         try:
             db = find_db(args.db).resolve()
         except LlmcError:
             db = None  # every request says how to build one
-    manifest = read_manifest(db)
+    manifest = read_manifest(db) if milvus is None else (recorded_of(milvus) or {}).get("manifest", {})
     if root is None and manifest.get("root") and Path(manifest["root"]).is_dir():
         root = Path(manifest["root"]).resolve()  # the tree the index was built from: follow it too
     options = _walk_options_from(manifest, db)
@@ -142,7 +145,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         from ..retrieval import CodeRetriever
 
         try:
-            index = _open_tree_index(args, db, options) if args.path else open_index(args)[0]
+            index = _open_tree_index(args, db, options, milvus) if args.path else open_index(args)[0]
         except CliError as exc:
             raise RequestError(str(exc).removeprefix("error: ")) from exc
         except LlmcError as exc:  # no index there (NoIndex), a store that cannot be opened
@@ -150,7 +153,9 @@ def run(args: argparse.Namespace) -> ExitCode:
         return CodeRetriever(index=index, k=args.k)
 
     def write_manifest(_report: Any) -> None:
-        if db is not None and root is not None and (db / "llmc.sqlite3").is_file():
+        if milvus is not None and root is not None:
+            _write_manifest(None, root, options, manifest, milvus)
+        elif db is not None and root is not None and (db / "llmc.sqlite3").is_file():
             _write_manifest(db, root, options, manifest)
 
     where = f"{DB_DIRNAME}/ in the tree" if root is not None and db == root / DB_DIRNAME else "<db>"
@@ -203,13 +208,21 @@ def _walk_options_from(manifest: dict[str, Any], db: Path | None) -> Any:
     )
 
 
-def _open_tree_index(args: argparse.Namespace, db: Path | None, options: Any) -> Any:
+def _open_tree_index(args: argparse.Namespace, db: Path | None, options: Any, milvus: Any = None) -> Any:
     """The index of the served tree, as ``llmc-splitters index PATH`` builds it: the one at ``db`` with what it
     records (embedding, vector store, leaf size), or a new one (``--embedding``; created by its first write)."""
     from ..chunking.chunker import ASTChunker
     from ..retrieval import CodeIndex
     from ..retrieval.spanstore import IndexNotFoundError
 
+    if milvus is not None:
+        recorded = recorded_of(milvus)
+        embedding, _note = choose_embedding(args.embedding, (recorded or {}).get("embedding"), milvus.uri)
+        max_tokens = (recorded or {}).get("manifest", {}).get("max_tokens") or \
+            max_tokens_of((recorded or {}).get("settings")) or 512
+        chunker = ASTChunker(max_tokens=max_tokens, analyze=True,
+                             max_file_bytes=max(16 << 20, options.max_file_bytes))
+        return CodeIndex(store=milvus, embedding=embedding, chunker=chunker)
     assert db is not None  # a tree's index is PATH/.llmc unless --db
     try:
         recorded: dict[str, Any] | None = CodeIndex.recorded(db)
@@ -232,12 +245,13 @@ def _open_tree_index(args: argparse.Namespace, db: Path | None, options: Any) ->
     return CodeIndex(db, vectors=vectors, embedding=embedding, chunker=chunker)
 
 
-def _write_manifest(db: Path, root: Path, options: Any, manifest: dict[str, Any]) -> None:
-    """Record the tree and its walk policy as ``llmc-splitters index`` does, so ``mcp --db`` follows it later."""
+def _write_manifest(db: Path | None, root: Path, options: Any, manifest: dict[str, Any], milvus: Any = None) -> None:
+    """Record the tree and its walk policy as ``llmc-splitters index`` does, so ``mcp --db`` (or ``--milvus``)
+    follows it later."""
     from ..retrieval import CodeIndex
 
     with contextlib.suppress(LlmcError):
-        recorded = CodeIndex.recorded(db)
+        recorded = milvus.recorded() if milvus is not None else CodeIndex.recorded(db)  # type: ignore[arg-type]
         emb = recorded["embedding"]
         record = {
             **manifest, "format": 2, "root": str(root),
@@ -250,5 +264,8 @@ def _write_manifest(db: Path, root: Path, options: Any, manifest: dict[str, Any]
                      "max_file_bytes": options.max_file_bytes},
             "indexed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
+        if milvus is not None:
+            milvus.spans.set_meta("manifest", json.dumps(record))
+            return
         with contextlib.suppress(OSError):
-            (db / MANIFEST).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+            (db / MANIFEST).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")  # type: ignore[operator]

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigurationError, FilterWarning
-from .common import DB_DIRNAME, CliError, ExitCode, add_store_args, open_index, positive, use_color
+from .common import DB_DIRNAME, CliError, ExitCode, add_store_args, positive, use_color
+from .milvus import open_index
 
 __all__ = ["add_parser", "run"]
 

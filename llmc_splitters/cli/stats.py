@@ -9,7 +9,8 @@ import sys
 from collections import Counter
 from typing import Any
 
-from .common import DB_DIRNAME, ExitCode, add_store_args, open_index, read_manifest, store_location
+from .common import DB_DIRNAME, ExitCode, add_store_args, read_manifest, store_location
+from .milvus import open_index
 
 __all__ = ["add_parser", "run"]
 
@@ -25,16 +26,16 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> ExitCode:
     """Print what the index holds."""
     index, db = open_index(args)
-    manifest = read_manifest(db)
+    manifest = read_manifest(db) if db is not None else json.loads(index.span_store.get_meta("manifest") or "{}")
     store = index.span_store
     st = store.stats()
     counts = store.counts()
     status = index.status()
     settings = sorted({m.settings for m in store.markers().values()})
-    size = sum(f.stat().st_size for f in db.rglob("*") if f.is_file())
+    size = sum(f.stat().st_size for f in db.rglob("*") if f.is_file()) if db is not None else None
     updated = status["updated_at"]
     out = {
-        "store": store_location(db, index._vectors),  # noqa: SLF001 - where the vectors are, as opened
+        "store": store_location(db, index._vectors) if db is not None else repr(index.store),  # noqa: SLF001
         "root": manifest.get("root"),
         "indexed_at": manifest.get("indexed_at") or (
             _dt.datetime.fromtimestamp(updated, _dt.timezone.utc).isoformat(timespec="seconds") if updated else None),

@@ -67,12 +67,15 @@ __all__ = [
 # ----------------------------------------------------------------------------------------------- shared checks
 
 
-def check_index(index: str | os.PathLike[str] | None, engine: str) -> Path:
-    """The index directory a run writes, or a :class:`ConfigurationError` that says to give one."""
+def check_index(index: Any, engine: str) -> Any:
+    """The index directory a run writes (or the store that holds the whole index: a
+    :class:`~llmc_splitters.retrieval.MilvusStore`), or a :class:`ConfigurationError` that says to give one."""
     if index is None:
         msg = (f"{engine}() writes the spans and the lexical index into an index directory since llmc-splitters 0.2 "
                f"(the sink holds vectors only): pass index=DIR, then search it with CodeRetriever(path=DIR, ...)")
         raise ConfigurationError(msg)
+    if getattr(index, "holds_index", False):
+        return index
     if not isinstance(index, (str, Path)) and not hasattr(index, "__fspath__"):
         msg = f"index must be the index directory (str or PathLike), got {type(index).__name__}"
         raise ConfigurationError(msg)
@@ -136,6 +139,8 @@ def open_index(directory: Path, settings: IngestSettings, vectors: Any, embeddin
     ingested files record) and the run's vector store and embedding (``None``: lexical only)."""
     from ..retrieval.index import CodeIndex
 
+    if getattr(directory, "holds_index", False):  # a MilvusStore: spans, BM25 and vectors in Milvus
+        return CodeIndex(store=directory, embedding=embedding, chunker=_chunker(settings))
     return CodeIndex(directory, vectors=vectors if embedding is not None else None, embedding=embedding,
                      chunker=_chunker(settings))
 
@@ -201,7 +206,7 @@ def run_local(
     plan: Plan,
     sink: Any = None,
     *,
-    index: str | os.PathLike[str] | None = None,
+    index: str | os.PathLike[str] | Any = None,
     roots: Mapping[str, str] | str,
     settings: IngestSettings | None = None,
     embedding_factory: Callable[[], Any] | None = None,
@@ -219,7 +224,9 @@ def run_local(
         sink: Where vectors go: ``None`` (lexical only; or, with ``embedding_factory``, embedded Chroma in
             ``index/chroma``, where ``CodeRetriever(path=index, embedding=...)`` looks), a :class:`ChromaSink`
             (server or embedded directory) or a :class:`LangChainSink`.
-        index: The index directory (spans, markers, the lexical index, the vector cache); created when missing.
+        index: The index directory (spans, markers, the lexical index, the vector cache); created when missing. Or a
+            :class:`~llmc_splitters.retrieval.MilvusStore`: the whole index in Milvus (the vectors too, computed
+            here by ``embedding_factory``'s model; no sink).
         roots: Local checkout per repository (or one directory).
         settings: Chunking settings.
         embedding_factory: Builds the embedding model (``None``: lexical only, or the vector store's own model for
@@ -254,7 +261,7 @@ def run_local(
     t0 = time.perf_counter()
     items = plan_items(plan, roots)
     model = embedding_factory() if embedding_factory is not None else None
-    if sink is None and model is not None:
+    if sink is None and model is not None and not getattr(directory, "holds_index", False):
         sink = ChromaSink(path=str(directory / "chroma"))  # where CodeIndex(path=DIR) keeps its embedded vectors
     vectors = sink.vectors() if sink is not None else None
     embedding = vectors.embedding if sink is not None and sink.embeds_itself else model

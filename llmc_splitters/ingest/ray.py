@@ -129,7 +129,7 @@ def run_ray(
     plan: Plan,
     sink: Any = None,
     *,
-    index: str | os.PathLike[str] | None = None,
+    index: str | os.PathLike[str] | Any = None,
     roots: Mapping[str, str] | str,
     settings: IngestSettings | None = None,
     embedding_factory: Callable[[], Any] | None = None,
@@ -155,7 +155,9 @@ def run_ray(
         sink: Where vectors go, written by the workers: :class:`~llmc_splitters.ingest.pipeline.ChromaSink` with
             ``host=`` (a server), or :class:`~llmc_splitters.ingest.pipeline.LangChainSink`; ``None`` for a
             lexical-only index.
-        index: The index directory, written by this process (the driver); created when missing. Search the
+        index: The index directory, written by this process (the driver); created when missing. Or a
+            :class:`~llmc_splitters.retrieval.MilvusStore` (a Lite file or a server), written by the driver's one
+            writer, lexical only (no ``sink``, no ``embedding_factory``). Search the
             result with ``CodeRetriever(path=index, host=..., embedding=...)``.
         roots: Checkout directory per repository (or one for all), readable by every worker (shared disk; with
             ``source="git"`` only the ``.git`` object store is read).
@@ -193,6 +195,11 @@ def run_ray(
     """
     ray = _ray()
     directory = check_index(index, "run_ray")
+    if getattr(directory, "holds_index", False) and (sink is not None or embedding_factory is not None):
+        msg = (f"run_ray(index={directory!r}) writes a lexical index into Milvus through the driver's one writer; "
+               "vectors computed by Ray actors into Milvus are not supported yet: drop sink/embedding_factory, or "
+               "use run_local(index=MilvusStore(...), embedding_factory=...), which embeds in this process")
+        raise ConfigurationError(msg)
     if sink is None and embedding_factory is not None:
         msg = ("run_ray(embedding_factory=...) needs a vector sink the workers can all write: "
                "ChromaSink(host=...) (a `chroma run` server) or a LangChainSink; or drop embedding_factory for a "

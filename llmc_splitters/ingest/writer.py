@@ -104,6 +104,11 @@ def recorded_embedding(directory: str | os.PathLike[str]) -> str | None:
     """
     from ..retrieval.spanstore import IndexNotFoundError, SpanStore
 
+    if getattr(directory, "holds_index", False):  # a MilvusStore
+        try:
+            return str(directory.recorded()["embedding"])  # type: ignore[attr-defined]
+        except IndexNotFoundError:
+            return None
     try:
         store = SpanStore(directory, create=False)
     except IndexNotFoundError:

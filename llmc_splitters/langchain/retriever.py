@@ -93,6 +93,7 @@ class CodeParentRetriever(BaseRetriever):
         collection_name: Chroma collection (default: ``llmc_spans`` in a persistent store or server, a fresh name
             in memory).
         code_retriever: A ready :class:`~llmc_splitters.retrieval.CodeRetriever` (then no store/embedding args).
+        store: A :class:`~llmc_splitters.retrieval.MilvusStore`: the whole index (spans, BM25, vectors) in Milvus.
         max_tokens: Leaf span size used when indexing.
         tokenizer: Token counter for leaves and for ``max_context_tokens`` (default cl100k).
         k: Number of documents to return; ``None`` (default): as many as fit ``max_context_tokens``.
@@ -150,6 +151,7 @@ class CodeParentRetriever(BaseRetriever):
         client: Any = None,
         collection_name: str | None = None,
         code_retriever: CodeRetriever | None = None,
+        store: Any = None,
         max_tokens: int = 512,
         tokenizer: Any = None,
         k: int | None = None,
@@ -166,7 +168,7 @@ class CodeParentRetriever(BaseRetriever):
         code_retriever = core_retriever(
             code_retriever, embedding=embedding, embedding_name="embedding", path=path, host=host, port=port,
             client=client, collection_name=collection_name, max_tokens=max_tokens, tokenizer=tokenizer, k=k,
-            max_context_tokens=max_context_tokens,
+            max_context_tokens=max_context_tokens, store=store,
         )
         super().__init__(
             k=k,

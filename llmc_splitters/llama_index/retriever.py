@@ -122,6 +122,7 @@ class CodeParentRetriever(BaseRetriever):
         collection_name: Chroma collection (default: ``llmc_spans`` in a persistent store or server, a fresh name
             in memory).
         code_retriever: A ready :class:`~llmc_splitters.retrieval.CodeRetriever` (then no store/embedding args).
+        store: A :class:`~llmc_splitters.retrieval.MilvusStore`: the whole index (spans, BM25, vectors) in Milvus.
         max_tokens: Leaf span size used when indexing.
         tokenizer: Token counter for leaves and for ``max_context_tokens`` (default cl100k).
         k: Number of nodes to return (``similarity_top_k`` is an alias); ``None`` (default): as many as fit
@@ -165,6 +166,7 @@ class CodeParentRetriever(BaseRetriever):
         client: Any = None,
         collection_name: Optional[str] = None,
         code_retriever: Optional[CodeRetriever] = None,
+        store: Any = None,
         max_tokens: int = 512,
         tokenizer: Any = None,
         k: Optional[int] = None,
@@ -185,7 +187,7 @@ class CodeParentRetriever(BaseRetriever):
             code_retriever, embedding=None if model is None else _as_core_embedding(model),
             embedding_name="embed_model", path=path, host=host, port=port, client=client,
             collection_name=collection_name, max_tokens=max_tokens, tokenizer=tokenizer, k=top_k,
-            max_context_tokens=max_context_tokens,
+            max_context_tokens=max_context_tokens, store=store,
         )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.code_retriever = code_retriever

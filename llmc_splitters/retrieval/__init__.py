@@ -1,7 +1,8 @@
 """Framework-free retrieval core: a hierarchical span index (spans in SQLite, BM25 postings on disk, vectors in a
 vector store), hybrid search, budgeted parent context.
 
-Only light modules are imported here; ``tantivy``, ``chromadb`` and ``sentence_transformers`` load on first use.
+Only light modules are imported here; ``tantivy``, ``chromadb``, ``pymilvus`` and ``sentence_transformers`` load on
+first use.
 
 Example:
     >>> from llmc_splitters.retrieval import CodeRetriever
@@ -24,6 +25,7 @@ from .filters import SearchFilter
 from .fuse import reciprocal_rank_fusion
 from .index import CodeIndex, FileSummaryInput, Hit, IndexInterrupted, IndexReport, SearchResult
 from .lexical import BM25Index, code_terms, split_identifier
+from .milvus import MilvusStore, MilvusStoreError
 from .question import Question, analyze_question
 from .ranking import FileRank, Ranking
 from .retriever import CodeRetriever, Result
@@ -46,6 +48,8 @@ __all__ = [
     "IndexInterrupted",
     "IndexNotFoundError",
     "IndexReport",
+    "MilvusStore",
+    "MilvusStoreError",
     "MiniLMEmbedding",
     "Piece",
     "Question",

@@ -108,6 +108,9 @@ class CodeIndex:
         embed_workers: Batches embedded at once (threads), when indexing with a model.
         ranking: The ranking rules searches use (:class:`~llmc_splitters.retrieval.ranking.Ranking`; default: every
             rule fitted on, ``Ranking.plain()`` for none).
+        store: The whole index somewhere else than ``path``: a
+            :class:`~llmc_splitters.retrieval.milvus.MilvusStore` holds the spans, the BM25 postings and the vectors
+            in Milvus (then give neither ``path`` nor ``vectors``).
 
     Attributes:
         parts: The engines the write path and the search are handed
@@ -135,7 +138,12 @@ class CodeIndex:
         create: bool = True,
         embed_workers: int = 1,
         ranking: Ranking | None = None,
+        store: Any = None,
     ) -> None:
+        if store is not None and (path is not None or vectors is not None):
+            msg = (f"store={store!r} holds the whole index (spans, BM25 and vectors): do not pass path= or vectors= "
+                   "too")
+            raise ConfigurationError(msg)
         if path is not None and not isinstance(path, (str, os.PathLike)):
             msg = (f"path must be the index directory (str or PathLike), got {type(path).__name__}. Since 0.2 the "
                    "spans live in DIR/llmc.sqlite3 and vectors in a vector store: CodeIndex(path=DIR) for embedded "
@@ -160,8 +168,17 @@ class CodeIndex:
         self.embedding_name = embedding_name(embedding)
         if reset and path is not None:
             _delete_index(Path(path))
-        self.span_store = SpanStore(path, create=create)
-        self.path = None if self.span_store.temporary else self.span_store.dir
+        self.store = store
+        if store is not None:
+            from .embeddings import identity_of
+
+            store.open(self.embedding_name, identity_of(embedding, probe=True).dimension if embedding else None,
+                       create=create, reset=reset)
+            self.span_store: Any = store.spans
+            vectors = store.vectors if embedding is not None else None
+        else:
+            self.span_store = SpanStore(path, create=create)
+        self.path = None if self.span_store.temporary or store is not None else self.span_store.dir
         self.lexical_view_of: str | None = None
         self._check_embedding()
         self._vectors = vectors
@@ -178,7 +195,8 @@ class CodeIndex:
         self._viewer: Any = None
         dense = None if embedding is None else Dense(embedding, self._view, vectors=lambda: self.vectors,
                                                      embedder=lambda: self.embedder)
-        self.parts = IndexParts(self.span_store, self.lexical, Chunking(chunker, summarizer), dense)
+        self.parts = IndexParts(self.span_store, self.lexical, Chunking(chunker, summarizer), dense,
+                                hybrid=store.hybrid if store is not None and dense is not None else None)
         self._indexer = Indexer(self.parts)
         if reset and vectors is not None:
             self.vectors  # noqa: B018 - open (and empty) the given vector store now
@@ -272,6 +290,8 @@ class CodeIndex:
 
     def lexical(self, role: str) -> LexicalIndex:
         """The lexical index of ``leaf`` or ``summary`` rows (opened at first use)."""
+        if self.store is not None:
+            return self.store.lexical(role)  # type: ignore[no-any-return]
         got = self._lexical.get(role)
         if got is None:
             with self._lock:
@@ -331,7 +351,7 @@ class CodeIndex:
         self.span_store.close()
 
     def __repr__(self) -> str:
-        where = str(self.path) if self.path is not None else "temporary"
+        where = str(self.path) if self.path is not None else repr(self.store) if self.store else "temporary"
         return f"CodeIndex({where!r}, embedding={self.embedding_name!r}, files={self.span_store.counts()['files']})"
 
     # ---------------------------------------------------------------------------------------- what it holds

@@ -29,7 +29,7 @@ from ..errors import missing_dependency
 from .filters import SearchFilter, ancestor_dirs
 from .lexical import code_terms
 
-__all__ = ["LexDoc", "LexicalIndex", "lexical_text"]
+__all__ = ["LexDoc", "LexicalIndex", "lexical_text", "row_lexical_text"]
 
 _HEAP = 32_000_000
 
@@ -46,6 +46,15 @@ def lexical_text(path: str | None, name: str | None, breadcrumb: Any, text: str)
     """What the lexical index sees of a span: its path, symbol and breadcrumb, then its text, as terms."""
     crumb = breadcrumb if isinstance(breadcrumb, str) else " ".join(map(str, breadcrumb or ()))
     return " ".join(code_terms(f"{path or ''} {name or ''} {crumb}\n{text}"))
+
+
+def row_lexical_text(span: Any, role: str) -> str:
+    """What the lexical index sees of a searched row of ``role``: a leaf with its symbol and breadcrumb, a summary
+    with its text alone (as :func:`~llmc_splitters.retrieval.records.build_file` lays them out; another engine of
+    BM25, such as Milvus, indexes the same terms)."""
+    leaf = role == "leaf"
+    return lexical_text(span.path, span.name if leaf else None, span.metadata.get("breadcrumb") if leaf else "",
+                        span.text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,8 @@ in here:
   ``summary`` rows;
 * ``chunking``: how a file becomes spans, and what identifies that (:class:`Chunking`);
 * ``dense``: the embedding model, the text it embeds of a row, the vector store and the batch embedder
-  (:class:`Dense`); ``None`` for a lexical-only index.
+  (:class:`Dense`); ``None`` for a lexical-only index;
+* ``hybrid``: an engine's own fused search (Milvus's ``hybrid_search``), or ``None``.
 
 Example:
     >>> from llmc_splitters.retrieval import CodeIndex
@@ -117,12 +118,15 @@ class IndexParts:
         lexical: Returns the lexical index of ``"leaf"`` or ``"summary"`` rows, opened at the first call.
         chunking: The chunker and the summariser.
         dense: The model and the vector store; ``None`` for a lexical-only index.
+        hybrid: ``hybrid(query, vector, n, filt, files, rrf_k) -> [(id, score)]``: an engine that fuses the BM25 and
+            the dense lists itself, in one call (Milvus's ``hybrid_search``); ``None``: they are fused here.
     """
 
     spans: SpanStore
     lexical: Callable[[str], LexicalIndex]
     chunking: Chunking
     dense: Dense | None = None
+    hybrid: Callable[..., list[tuple[str, float]]] | None = None
 
 
 class HasParts(Protocol):

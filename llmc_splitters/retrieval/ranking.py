@@ -185,15 +185,16 @@ def _factor(span: Span, question: Question, ranking: Ranking, names: frozenset[s
     return f
 
 
-def rank(lists: Mapping[str, Sequence[str]], lexical_scores: Mapping[str, float], spans: Mapping[str, Span],
+def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, float]], spans: Mapping[str, Span],
          question: Question, ranking: Ranking) -> tuple[list[Ranked], list[FileRank]]:
-    """Order the candidates of ``lists`` (each engine's ids, best first; ``lexical`` first when present) and rank
-    their files (see the module docstring). Every id must be in ``spans``."""
+    """Order the candidates of ``lists`` (each engine's ids, best first, and ``scores``: each list's score of each
+    id) and rank their files (see the module docstring). One list (lexical search, or an engine that fused BM25 and
+    the vectors itself) is ordered by its scores; several are fused by weighted RRF. Every id must be in ``spans``."""
     names = [n for n in lists if lists[n]]
     positions = {n: {rid: pos for pos, rid in enumerate(lists[n], 1)} for n in names}
     ids = list(dict.fromkeys(rid for n in names for rid in lists[n]))
-    if names == ["lexical"]:
-        base = {rid: lexical_scores.get(rid, 0.0) for rid in ids}
+    if len(names) == 1:
+        base = {rid: scores[names[0]].get(rid, 0.0) for rid in ids}
     else:
         w = ranking.lexical_weight.get(question.shape, 0.5) if ranking.adaptive else 0.5
         weights = {n: (w if n.endswith("lexical") else 1.0 - w) for n in names}

@@ -81,7 +81,8 @@ class CodeRetriever:
             and no ``path``, the spans are temporary).
         port: Chroma server port.
         client: A ready Chroma client for the vectors.
-        store: A ready :class:`ChromaStore` (or another vector store) for the vectors.
+        store: A ready :class:`ChromaStore` (or another vector store) for the vectors, or a
+            :class:`~llmc_splitters.retrieval.MilvusStore` for the whole index (spans, BM25, vectors; no ``path``).
         index: A ready :class:`CodeIndex` to retrieve from.
         collection: Chroma collection name.
         embedding: Embedding model, or ``None`` for lexical only.
@@ -116,7 +117,7 @@ class CodeRetriever:
         host: str | None = None,
         port: int | None = None,
         client: Any = None,
-        store: ChromaStore | None = None,
+        store: Any = None,
         index: CodeIndex | None = None,
         collection: str = "llmc_spans",
         embedding: Embedding | None = None,
@@ -139,6 +140,12 @@ class CodeRetriever:
         if index is not None and any(x is not None for x in (path, host, client, store, embedding, chunker)):
             msg = "index= already holds its store, embedding and chunker; do not also pass path/host/client/store/embedding/chunker"
             raise ConfigurationError(msg)
+        if index is None and getattr(store, "holds_index", False):
+            if any(x is not None for x in (path, host, client)):
+                msg = f"store={store!r} holds the whole index: do not also pass path/host/client"
+                raise ConfigurationError(msg)
+            index = CodeIndex(store=store, embedding=embedding, chunker=chunker, max_tokens=max_tokens,
+                              tokenizer=tokenizer, summarizer=summarizer, ranking=ranking)
         if index is None:
             remote = host is not None or client is not None or store is not None
             if remote and embedding is None and not getattr(store, "embeds_itself", False):

@@ -145,8 +145,13 @@ def search(
         n_docs, df = lex.stats(question.terms) if question.shape == "report" else (0, {})
         weights = weigh(question, n_docs, df)
     qvec = dense.embed_query(query) if dense is not None else None
-    lists: dict[str, list[tuple[str, float]]] = {"lexical": lex.search(query, n, filt, paths, weights=weights)}
-    if dense is not None and qvec is not None:
+    lists: dict[str, list[tuple[str, float]]]
+    if parts.hybrid is not None and qvec is not None and not multi_stage:
+        # The engine fuses BM25 and the vectors itself (Milvus's hybrid_search): one list, ranked by the same rules.
+        lists = {"hybrid": parts.hybrid(query, qvec, n, filt, paths, ranking.rrf_k)}
+    else:
+        lists = {"lexical": lex.search(query, n, filt, paths, weights=weights)}
+    if dense is not None and qvec is not None and "hybrid" not in lists:
         lists["dense"] = dense.vectors().query(qvec, n, role="leaf", filt=filt, files=paths)
     chosen: list[str] = []
     if multi_stage:
@@ -156,9 +161,11 @@ def search(
     lists = {name: _tie_order(r, rows) for name, r in lists.items()}
     spans = {rid: rows[rid].span for r in lists.values() for rid, _ in r}
     ranked, ranked_files = rank({name: [i for i, _ in r] for name, r in lists.items()},
-                                dict(lists.get("lexical", [])), spans, question, ranking)
+                                {name: dict(r) for name, r in lists.items()}, spans, question, ranking)
     hits = tuple(Hit(spans[r.id], r.score, pos, r.ranks) for pos, r in enumerate(ranked[:k]))
-    signals = _signals(parts, query, hits[0].span if hits else None, lists.get("lexical", []), lists.get("dense"))
+    # An engine-fused list has no per-list scores: no confidence (0).
+    signals = {} if "hybrid" in lists else _signals(parts, query, hits[0].span if hits else None,
+                                                    lists.get("lexical", []), lists.get("dense"))
     return SearchResult(query, hits, confidence(signals), tuple(chosen), filt, signals,
                         tuple(ranked_files[:files]), question.shape)
 

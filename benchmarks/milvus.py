@@ -1,0 +1,141 @@
+"""The whole index on Milvus Lite against the local engines (SQLite + tantivy, embedded Chroma), on the same trees.
+
+    python -m benchmarks.milvus                       # 250 and 1000 files
+    python -m benchmarks.milvus --sizes 250 --hybrid  # also hybrid (HashingEmbedding(256): the model costs nothing)
+
+Each tree is :func:`benchmarks.perf.index_tree` (standard-library modules, each copy in its own directory). For each
+tree and each engine: indexing time (``CodeIndex.index_directory``, in this process), the in-process query p50 over
+the questions of :mod:`benchmarks.query_path` (``CodeIndex.search``, k=10, after one warm-up), a fresh-process
+``llmc-splitters query Q --json`` (``--db DIR`` against ``--milvus FILE``), and the agreement of the two top-10
+lists: mean overlap@10 (shared ids / 10) and the share of questions whose first hit is the same.
+
+The trees hold several copies of each module, whose leaves score exactly alike: both engines order equal scores by
+path (the search's tie order), so copies do not count as disagreement unless the scores differ. Results go to
+``benchmarks/results/milvus.json`` and ``milvus.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .perf import index_tree
+from .query_path import QUESTIONS
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+
+
+def _overlap(a: list[str], b: list[str]) -> float:
+    return len(set(a[:10]) & set(b[:10])) / max(1, min(10, max(len(a), len(b))))
+
+
+def _p50_search(index, questions) -> tuple[float, dict[str, list[str]]]:
+    index.search(questions[0], k=10)  # warm-up
+    times, tops = [], {}
+    for q in questions:
+        t0 = time.perf_counter()
+        hits = index.search(q, k=10).hits
+        times.append(time.perf_counter() - t0)
+        tops[q] = [h.span.id for h in hits]
+    return statistics.median(times) * 1000, tops
+
+
+def _fresh_query(args: list[str]) -> float:
+    walls = []
+    for q in QUESTIONS[:5]:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "llmc_splitters", "query", q, "--json", *args],
+                              capture_output=True, text=True, check=False)
+        walls.append(time.perf_counter() - t0)
+        if proc.returncode != 0:
+            raise SystemExit(f"query failed: {proc.stderr.strip()}")
+    return statistics.median(walls)
+
+
+def run_size(n: int, hybrid: bool) -> list[dict]:
+    from llmc_splitters.retrieval import CodeIndex, HashingEmbedding, MilvusStore
+
+    out = []
+    with tempfile.TemporaryDirectory(prefix="llmc-milvus-bench-") as tmp:
+        src = Path(tmp) / "src"
+        nbytes = index_tree(src, n)
+        modes = [("lexical", None)] + ([("hybrid", HashingEmbedding(256))] if hybrid else [])
+        for mode, emb in modes:
+            row: dict = {"files": n, "bytes": nbytes, "mode": mode}
+            local_dir = Path(tmp) / f"local-{mode}"
+            t0 = time.perf_counter()
+            local = CodeIndex(local_dir, embedding=emb)
+            local.index_directory(src)
+            row["local_index_s"] = round(time.perf_counter() - t0, 2)
+            db = str(Path(tmp) / f"milvus-{mode}.db")
+            t0 = time.perf_counter()
+            remote = CodeIndex(store=MilvusStore(db, collection="bench"), embedding=emb)
+            remote.index_directory(src)
+            row["milvus_index_s"] = round(time.perf_counter() - t0, 2)
+            row["leaves"] = local.leaf_count()
+            row["rows"] = remote.span_store.counts()["spans"]
+            row["local_disk_mb"] = round(_du(local_dir) / 1e6, 1)
+            row["milvus_disk_mb"] = round(_du(Path(db)) / 1e6, 1)
+            assert remote.leaf_count() == row["leaves"], "the engines hold different leaves"
+            row["local_query_p50_ms"], a = _p50_search(local, QUESTIONS)
+            row["milvus_query_p50_ms"], b = _p50_search(remote, QUESTIONS)
+            overlaps = [_overlap(a[q], b[q]) for q in QUESTIONS]
+            row["mean_overlap_at_10"] = round(sum(overlaps) / len(overlaps), 3)
+            row["min_overlap_at_10"] = round(min(overlaps), 2)
+            row["same_top1"] = round(sum(a[q][:1] == b[q][:1] for q in QUESTIONS) / len(QUESTIONS), 3)
+            if mode == "lexical":
+                local.close()
+                remote.store.close()  # Milvus Lite: one process holds the file at a time
+                row["local_fresh_query_s"] = round(_fresh_query(["--db", str(local_dir)]), 2)
+                row["milvus_fresh_query_s"] = round(_fresh_query(["--milvus", db, "--collection", "bench"]), 2)
+            for k in ("local_query_p50_ms", "milvus_query_p50_ms"):
+                row[k] = round(row[k], 2)
+            print(json.dumps(row), flush=True)
+            out.append(row)
+    return out
+
+
+def _markdown(rows: list[dict]) -> str:
+    head = ("| files | mode | leaves | index local s | index Milvus s | query p50 local ms | query p50 Milvus ms | "
+            "fresh query local s | fresh query Milvus s | mean overlap@10 | min overlap@10 | same top-1 | disk local MB | "
+            "disk Milvus MB |")
+    lines = [
+        "# The whole index on Milvus Lite against the local engines", "",
+        f"`python -m benchmarks.milvus` on {platform.processor() or platform.machine()}, Python "
+        f"{platform.python_version()}; see the module docstring for what is measured.", "",
+        head, "|" + "---|" * 14,
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['files']} | {r['mode']} | {r['leaves']} | {r['local_index_s']} | {r['milvus_index_s']} | "
+            f"{r['local_query_p50_ms']} | {r['milvus_query_p50_ms']} | {r.get('local_fresh_query_s', '')} | "
+            f"{r.get('milvus_fresh_query_s', '')} | {r['mean_overlap_at_10']} | {r['min_overlap_at_10']} | "
+            f"{r['same_top1']} | {r['local_disk_mb']} | {r['milvus_disk_mb']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sizes", default="250,1000", help="tree sizes in files (comma-separated)")
+    p.add_argument("--hybrid", action="store_true", help="also hybrid search (HashingEmbedding(256))")
+    args = p.parse_args(argv)
+    rows = [r for n in args.sizes.split(",") for r in run_size(int(n), args.hybrid)]
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "milvus.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    (RESULTS / "milvus.md").write_text(_markdown(rows), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,163 @@
+"""Search on Milvus: BM25 over the rows' code terms, the dense vectors, and both fused in one ``hybrid_search``.
+
+Each is one server call with the filter (path, language, kind, role) as the call's expression, evaluated inside
+Milvus. BM25 is computed by the server from the ``terms`` field (a ``BM25`` function, ``k1 = 1.2``, ``b = 0.75``):
+those are the terms the tantivy index holds (:func:`~llmc_splitters.retrieval.lexical_index.row_lexical_text`), so
+camelCase and snake_case are split the same way, and a query is turned into terms by
+:func:`~llmc_splitters.retrieval.lexical.code_terms` as it is for tantivy. Milvus Lite returns a BM25 hit's score
+negated (``-1.14`` for a better hit than ``-0.86``, best first); a server returns it positive: the score reported
+is its magnitude, so larger is better on both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..filters import SearchFilter
+from ..lexical import code_terms
+from .client import Collections, in_list, literal, pymilvus
+
+__all__ = ["MilvusLexical", "MilvusVectors", "filter_expr", "hybrid_search"]
+
+_MAX_TOPK = 16384  # Milvus's largest limit of one search
+
+
+def filter_expr(role: str, filt: SearchFilter | None, files: Sequence[str] | None) -> str:
+    """The Milvus expression of a search's role, filter and resolved files."""
+    clauses = [f"role == {literal(role)}"]
+    if files is not None:
+        clauses.append(in_list("file", files))
+    elif filt is not None and filt.path is not None:
+        d = filt.directory
+        clauses.append(f"array_contains(dirs, {literal(d)})" if d else f"file == {literal(filt.path)}")
+    if filt is not None and filt.language is not None:
+        clauses.append(f"language == {literal(filt.language)}")
+    if filt is not None and filt.kind is not None:
+        clauses.append(f"kind == {literal(filt.kind)}")
+    return " and ".join(clauses)
+
+
+def _hits(got: Any) -> list[tuple[str, float]]:
+    return [(h["id"], abs(float(h["distance"]))) for h in (got[0] if got else [])]
+
+
+class MilvusLexical:
+    """BM25 over one role's rows (``leaf`` or ``summary``): the interface of
+    :class:`~llmc_splitters.retrieval.lexical_index.LexicalIndex`. The terms are written with the rows by the span
+    store, so ``replace`` and ``commit`` have nothing left to do."""
+
+    def __init__(self, cols: Collections, role: str) -> None:
+        self.cols = cols
+        self.role = role
+        self._rows: tuple[int, int] | None = None  # (writes when counted, rows)
+
+    def __repr__(self) -> str:
+        return f"MilvusLexical({self.cols.name!r}, {self.role!r})"
+
+    def replace(self, files: Sequence[str], docs: Iterable[Any], *, commit: bool = True) -> None:
+        """Nothing to do: each row was written with its terms (the server computed its BM25 vector)."""
+
+    def commit(self) -> None:
+        """Nothing to do: Milvus writes are visible when they return."""
+
+    def clear(self) -> None:
+        """Nothing to do: the rows (and their terms) go with their files."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def search(self, query: str, n: int, filt: SearchFilter | None = None, files: Sequence[str] | None = None,
+               *, terms: Sequence[str] | None = None, weights: Mapping[str, float] | None = None
+               ) -> list[tuple[str, float]]:
+        """The ``n`` best rows for ``query`` as ``(id, bm25 score)``, best first (see the module docstring).
+
+        ``weights`` (term -> weight, from question analysis): Milvus computes BM25 from query text, so a term is
+        repeated ``round(weight)`` times (at least once) where tantivy multiplies its contribution."""
+        if weights is not None:
+            words = [t for t, w in weights.items() if w > 0 for _ in range(max(1, round(w)))]
+        else:
+            words = list(terms) if terms is not None else code_terms(query)
+        if not words or n <= 0 or (files is not None and not files):
+            return []
+        self.cols.flush()
+        got = self.cols.call("search", self.cols.client.search, self.cols.rows, data=[" ".join(words)],
+                             anns_field="sparse", limit=min(n, _MAX_TOPK), filter=filter_expr(self.role, filt, files),
+                             search_params={"metric_type": "BM25"}, output_fields=[])
+        out = _hits(got)
+        out.sort(key=lambda r: (-round(r[1], 6), r[0]))
+        return out
+
+    def stats(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
+        """``(rows, {term: rows holding it})`` of this role (one count per term, by ``TEXT_MATCH``)."""
+        role = f"role == {literal(self.role)}"
+        df = {t: self.cols.count(self.cols.rows, f"{role} and TEXT_MATCH(terms, {literal(t)})") for t in terms}
+        if self._rows is None or self._rows[0] != self.cols.writes:  # counted again after this client wrote
+            self._rows = (self.cols.writes, self.cols.count(self.cols.rows, role))
+        return self._rows[1], df
+
+    def ids(self) -> set[str]:
+        return {r["id"] for r in self.cols.iterate(self.cols.rows, f"role == {literal(self.role)}", ["id"])}
+
+    def count(self) -> int:
+        return self.cols.count(self.cols.rows, f"role == {literal(self.role)}")
+
+
+class MilvusVectors:
+    """The dense vectors of the rows: the interface of :class:`~llmc_splitters.retrieval.store.VectorStore`. The
+    span store writes each row with its vector (from the vector cache), so ``upsert`` and ``delete`` have nothing
+    left to do."""
+
+    embeds_itself = False
+
+    def __init__(self, cols: Collections) -> None:
+        self.cols = cols
+
+    def __repr__(self) -> str:
+        return f"MilvusVectors({self.cols.uri!r}, collection={self.cols.name!r})"
+
+    def open(self, embedding_name: str, *, reset: bool = False) -> None:
+        """Nothing to do: the store checked the model when it opened the collection."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "milvus", "uri": self.cols.uri, "collection": self.cols.name}
+
+    def upsert(self, records: Sequence[Any]) -> None:
+        """Nothing to do: each row was written with its vector."""
+
+    def delete(self, *, ids: Sequence[str]) -> None:
+        """Nothing to do: a file's rows (and vectors) are deleted with it."""
+
+    def query(self, vector: list[float], n: int, *, role: str = "leaf", filt: SearchFilter | None = None,
+              files: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """The ``n`` nearest rows of ``role`` as ``(id, cosine similarity)``, best first."""
+        if n <= 0 or (files is not None and not files):
+            return []
+        self.cols.flush()
+        got = self.cols.call("search", self.cols.client.search, self.cols.rows, data=[vector], anns_field="dense",
+                             limit=min(n, _MAX_TOPK), filter=filter_expr(role, filt, files),
+                             search_params={"metric_type": "COSINE"}, output_fields=[])
+        return [(i, float(s)) for i, s in ((h["id"], h["distance"]) for h in (got[0] if got else []))]
+
+    def count(self) -> int:
+        return self.cols.count(self.cols.rows, 'role != "parent"')
+
+
+def hybrid_search(cols: Collections, query: str, vector: list[float], n: int, filt: SearchFilter | None,
+                  files: Sequence[str] | None, rrf_k: int) -> list[tuple[str, float]]:
+    """BM25 and the dense vectors fused by RRF on the server (one ``hybrid_search``), as ``(id, rrf score)``."""
+    if n <= 0 or (files is not None and not files):
+        return []
+    mod = pymilvus()
+    cols.flush()
+    expr = filter_expr("leaf", filt, files)
+    limit = min(n, _MAX_TOPK)
+    reqs = [mod.AnnSearchRequest(data=[vector], anns_field="dense", param={"metric_type": "COSINE"}, limit=limit,
+                                 expr=expr)]
+    words = code_terms(query)
+    if words:
+        reqs.insert(0, mod.AnnSearchRequest(data=[" ".join(words)], anns_field="sparse",
+                                            param={"metric_type": "BM25"}, limit=limit, expr=expr))
+    got = cols.call("search", cols.client.hybrid_search, cols.rows, reqs, mod.RRFRanker(rrf_k), limit=limit,
+                    output_fields=[])
+    return _hits(got)
