@@ -279,15 +279,21 @@ def run_mode(repos: Sequence[Repo], mode: str, *, variants: dict[str, Any], repl
 
 def variants_for(ablate: str | None) -> dict[str, Any]:
     """The ranking settings to compare: the library's default, and with ``ablate`` each rule (or ``all`` of them)
-    off in turn (the library's :class:`~llmc_splitters.retrieval.ranking.Ranking` names its rules)."""
+    off in turn, or on for a rule the default leaves off (the library's
+    :class:`~llmc_splitters.retrieval.ranking.Ranking` names its rules)."""
     if not ablate:
         return {"default": None}
     from llmc_splitters.retrieval.ranking import Ranking
 
+    from dataclasses import replace
+
     rules = Ranking.RULES if ablate == "all" else tuple(ablate.split(","))
     out: dict[str, Any] = {"default": Ranking()}
     for rule in rules:
-        out[f"-{rule}"] = Ranking().without(rule)
+        if getattr(Ranking(), rule):
+            out[f"-{rule}"] = Ranking().without(rule)
+        else:  # a rule the default leaves off is measured on
+            out[f"+{rule}"] = replace(Ranking(), **{rule: True})
     out["none"] = Ranking().without(*Ranking.RULES)
     return out
 

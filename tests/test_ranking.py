@@ -133,6 +133,7 @@ def test_noise_kinds():
     assert noise_kinds("types/retry.d.ts", "typescript", "interface") == {"declaration"}
     assert noise_kinds("src/types.ts", "typescript", "type") == {"declaration"}
     assert noise_kinds("docs/retries.md", "markdown", "section") == {"docs"}
+    assert noise_kinds("sales.ipynb#cell4", "markdown", "section") == frozenset()  # a notebook's own prose
     assert noise_kinds("examples/basic.py", "python", "function") == {"example"}
     assert noise_kinds("src/_compat.py", "python", "function") == {"compat"}
     assert noise_kinds("vendor/lib.js", "javascript", "function") == {"vendored"}

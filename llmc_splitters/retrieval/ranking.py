@@ -20,9 +20,10 @@ store, and :func:`rank` orders them:
    defines anything itself (a lone closing brace, a trailing fragment; a short method of a split class is whole) gets ``tiny_factor`` times its score: it cannot stand alone, BM25's length
    normalisation favours it, and it carries its definition's name. The piece that starts the definition keeps its
    score: its context brings the definition's skeleton.
-5. **File stage** (``files``): a file's score is its best span's plus ``file_depth`` times the sum of its next
+5. **File stage** (``files``, lexical search): a file's score is its best span's plus ``file_depth`` times the sum of its next
    two (a file with several matching spans rises), and each of its spans gains ``file_weight`` times what its file
-   gains over its best span.
+   gains over its best span (a notebook's cells count as one file). Hybrid search does without it: its fused
+   RRF scores lie so close that a file of many matching spans passed a span first in both lists.
 6. **Diversity** (``diversity``, off by default): the first page of hits takes at most ``per_file`` spans of one
    file before it takes from the next files.
 
@@ -77,7 +78,7 @@ def noise_kinds(path: str | None, language: str, kind: str) -> frozenset[str]:
         out.add("compat")
     if name.endswith((".d.ts", ".d.mts", ".d.cts")) or (language in _TS and kind in DECLARATION_KINDS):
         out.add("declaration")
-    if language in PROSE_LANGUAGES:
+    if language in PROSE_LANGUAGES and ".ipynb#" not in (path or ""):  # a notebook's own prose is not docs
         out.add("docs")
     return frozenset(out)
 
@@ -204,10 +205,13 @@ def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, f
     score = {rid: base[rid] * _factor(spans[rid], question, ranking, wanted) for rid in ids}
     by_file: dict[str, list[str]] = {}
     for rid in sorted(ids, key=lambda r: -score[r]):
-        by_file.setdefault(spans[rid].path or "", []).append(rid)
-    file_score = {f: score[r[0]] + (ranking.file_depth * sum(score[x] for x in r[1:3]) if ranking.files else 0.0)
+        by_file.setdefault(_file_of(spans[rid].path), []).append(rid)
+    # The file stage works on BM25 scores; fused RRF scores lie too close together (a file of many matching spans
+    # passed a span that was first in both lists), so hybrid search does without it.
+    stage = ranking.files and names == ["lexical"]
+    file_score = {f: score[r[0]] + (ranking.file_depth * sum(score[x] for x in r[1:3]) if stage else 0.0)
                   for f, r in by_file.items()}
-    if ranking.files:
+    if stage:
         for f, members in by_file.items():
             lift = ranking.file_weight * (file_score[f] - score[members[0]])
             for rid in members:
@@ -221,9 +225,15 @@ def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, f
     for f in sorted(by_file, key=lambda f: (-round(file_score[f], 12), f)):
         if not f:
             continue
-        best = spans[by_file[f][0]]
-        files.append(FileRank(f, file_score[f], best.start_line, best.end_line, best.name))
+        best = spans[by_file[f][0]]  # a notebook is listed by its best cell (nb.ipynb#cell3: lines are the cell's)
+        files.append(FileRank(best.path or f, file_score[f], best.start_line, best.end_line, best.name))
     return ranked, files
+
+
+def _file_of(path: str | None) -> str:
+    """The file a span belongs to: a notebook cell's (``nb.ipynb#cell3``) is its notebook."""
+    p = path or ""
+    return p.split("#cell", 1)[0] if ".ipynb#cell" in p else p
 
 
 def _spread(order: list[str], spans: Mapping[str, Span], per_file: int, page: int) -> list[str]:
@@ -232,7 +242,7 @@ def _spread(order: list[str], spans: Mapping[str, Span], per_file: int, page: in
     held: dict[str, int] = {}
     rest: list[str] = []
     for rid in order:
-        f = spans[rid].path or ""
+        f = _file_of(spans[rid].path)
         if len(head) < page and held.get(f, 0) < per_file:
             head.append(rid)
             held[f] = held.get(f, 0) + 1
