@@ -67,6 +67,11 @@ CHECKS = {
         assert any("def begin(self):" in s.text for s in r.get_symbol("HTTPResponse.begin"))
         """),
     "create_retriever_tool(": "",  # its printed reply is checked below
+    "ranking=Ranking.plain()": textwrap.dedent("""\
+        assert [f.path for f in code.search("send").files] == ["client.py", "tests/test_client.py"]
+        assert code.search("the test for send").files[0].path == "tests/test_client.py"
+        assert plain.files and not plain.shape == "report"
+        """),
     'MilvusStore("./idx.db"': textwrap.dedent("""\
         assert "def home():" in shared.retrieve("home directory").context
         from pathlib import Path
