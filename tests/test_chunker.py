@@ -270,3 +270,16 @@ def test_symbol_and_line_lookup():
     assert hit and hit[0].text.lstrip().startswith("def decode(self, s")
     line = hit[0].start_line + 1
     assert tree.at_line(line).id == hit[0].id
+
+
+@pytest.mark.parametrize("budget", [8, 16, 40, 400])
+def test_a_namespace_that_is_the_whole_text_is_not_its_own_parent(budget: int) -> None:
+    # The zoom into a hit chunks the hit's text alone: a TS namespace is then a module as wide as the file's
+    # module. The two got one id, the namespace was its own parent and walking its ancestors never ended.
+    text = ('export namespace Routes {\n  export function health(): Route {\n    return { method: "GET", '
+            'pattern: "/health", handle: async () => ({ status: 200, body: "ok" }) };\n  }\n}')
+    tree = ASTChunker(max_tokens=budget, analyze=True).chunk_tree(text, language="typescript", path="r.ts")
+    assert_valid_tree(text, tree)
+    ns = next(s for s in tree.spans if s.name == "Routes" and s.kind == "module" and s is not tree.root)
+    assert ns.parent_id == tree.root.id != ns.id
+    assert all(len(tree.ancestors(leaf)) <= len(tree.spans) for leaf in tree.leaves)

@@ -167,3 +167,47 @@ def test_a_neighbouring_cell_comes_in_notebook_order_and_gives_way_first() -> No
     fixed = expand([code_hit], alone + 3, words)
     assert [p.path for p in fixed.pieces] == ["sales.ipynb#cell3"] and fixed.dropped == ((0, "cell"),)
     assert [p.kind for p in expand([code_hit], 100, words, include_scopes=False).pieces] == ["hit"]
+
+
+def test_a_counter_that_joins_pieces_is_decided_whole() -> None:
+    # Counted apart, each piece misses the token its marker makes with the newline before it: deciding by sums
+    # would overshoot, so expand decides again by whole counts, and what it gives equals that decision.
+    from llmc_splitters.retrieval.expand import _expand, _Whole
+
+    def joins(text: str) -> int:
+        return words(text) + 3 * text.count("\n#")
+
+    hits = [send_hit(), HitContext(snip(1, 3, path="n.py"), 0.5), HitContext(snip(5, 6, path="o.py"), 0.4)]
+    for budget in range(8, 80, 3):
+        exp = expand(hits, budget, joins)
+        assert exp.token_count == joins(exp.context) <= budget
+        whole = _expand(hits, budget, joins, None, "# {path}:{start}-{end}", True, True, False, False,
+                        measure=_Whole(joins, "# {path}:{start}-{end}"))
+        assert exp == whole
+
+
+def test_sums_of_pieces_decide_as_whole_counts_on_real_code() -> None:
+    # cl100k on the default marker: the sums are the whole counts, so every budget gives the expansion that
+    # counting each candidate context whole gives (what expand did before it summed pieces).
+    from pathlib import Path
+
+    from llmc_splitters.retrieval import CodeRetriever
+    from llmc_splitters.retrieval.expand import DEFAULT_MARKER, _expand, _Whole
+
+    data = Path(__file__).parent / "data"
+    files = {str(p.relative_to(data)): p.read_text(encoding="utf-8") for sub in ("python", "typescript")
+             for p in sorted((data / sub).iterdir()) if p.suffix in {".py", ".ts", ".tsx"}}
+    r = CodeRetriever(max_tokens=300, k=6)
+    r.index_texts(files)
+    count = r.tokenizer.count
+    for query in ("decode a JSON string", "wrap text to a width", "route a request to its handler"):
+        found = r.search(query, 6)
+        contexts = [r.index.hit_context(h.span, h.score, query) for h in found.hits]
+        assert len(contexts) >= 3
+        for budget in (60, 150, 400, 1200, 4000):
+            for fill in (False, True):
+                exp = expand(contexts, budget, count, cut=r.tokenizer.cut, fill=fill)
+                whole = _expand(contexts, budget, count, r.tokenizer.cut, DEFAULT_MARKER, True, True, fill, False,
+                                measure=_Whole(count, DEFAULT_MARKER))
+                assert exp == whole
+                assert exp.token_count == count(exp.context) <= budget

@@ -81,6 +81,7 @@ def assemble(root: Scope, leaves: list[Leaf], scopes: list[Scope], *, text: str,
     scope_span: dict[int, Span] = {}
     depth: dict[int, int] = {}
     lang = spec.name
+    used: set[str] = set()
     for sc in scopes:
         parent = scope_span[id(sc.parent)].id if sc.parent is not None else None
         depth[id(sc)] = 0 if sc.parent is None else depth[id(sc.parent)] + 1
@@ -88,9 +89,16 @@ def assemble(root: Scope, leaves: list[Leaf], scopes: list[Scope], *, text: str,
         if sc.parent is None and path:
             meta["path"] = path
         meta["token_count_is_sum_of_leaves"] = True
-        # Structural and leaf spans never share an id, even over the same bytes.
-        scope_span[id(sc)] = make(sc.start, sc.end, sc.kind, sc.name, parent, totals[id(sc)], meta, sc.spec.name,
-                                  f"{sc.kind}/structure")
+        # Structural and leaf spans never share an id, even over the same bytes; nor do nested scopes of one kind
+        # over the same bytes (a TS namespace that is the whole text is a module in the module): the inner one's
+        # id takes its depth, or it would be its own parent.
+        salt = f"{sc.kind}/structure"
+        span = make(sc.start, sc.end, sc.kind, sc.name, parent, totals[id(sc)], meta, sc.spec.name, salt)
+        if span.id in used:
+            span = make(sc.start, sc.end, sc.kind, sc.name, parent, totals[id(sc)], meta, sc.spec.name,
+                        f"{salt}/{depth[id(sc)]}")
+        used.add(span.id)
+        scope_span[id(sc)] = span
     root_span = scope_span[id(root)]
     symbols = _symbols(definitions)
     leaf_spans: list[Span] = []

@@ -43,7 +43,14 @@ def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], con
     """
     from ..retrieval.expand import expand
 
-    count = retriever.tokenizer.count
+    counted: dict[str, int] = {}
+
+    def count(text: str) -> int:
+        """The tokenizer's count, once per text across the expansions tried here (they share most pieces)."""
+        n = counted.get(text)
+        if n is None:
+            n = counted[text] = retriever.tokenizer.count(text)
+        return n
 
     def render(exp: Any, listed: int, *, shown_all: bool = False) -> tuple[Reply, int]:
         shown = [shown_all or (exp is not None and (i, "hit") not in exp.dropped) for i in range(listed)]

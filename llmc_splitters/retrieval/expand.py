@@ -41,9 +41,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ..chunking.notebook import split_cell_path
 from ..errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ..chunking.analysis import SkeletonEntry
 
 __all__ = ["DEFAULT_MARKER", "Snippet", "Scope", "Part", "HitContext", "Piece", "Expansion", "expand",
            "render_marker"]
@@ -286,14 +291,20 @@ def _merge(cands: list[_Cand]) -> list[Piece]:
     return out
 
 
+@lru_cache(maxsize=256)
+def _entries(skeleton: str) -> tuple[SkeletonEntry, ...]:
+    """A skeleton's entries, parsed once per skeleton (a context is measured many times while it is built)."""
+    from ..chunking.analysis import skeleton_entries
+
+    return tuple(skeleton_entries(skeleton))
+
+
 def _without_shown(skeleton: str, shown: set[str]) -> str:
     """A skeleton without the members already shown verbatim: a member goes whole (its multi-line signature, doc
     line, decorators and placeholder) when every line of its signature is in the context, so what is left stays
     balanced code; the header and the closing line always stay."""
-    from ..chunking.analysis import skeleton_entries
-
     out: list[str] = []
-    for entry in skeleton_entries(skeleton):
+    for entry in _entries(skeleton):
         if entry.role == "member" and entry.signature and all(line in shown for line in entry.signature):
             continue
         if entry.role == "blank" and (len(out) == 1 or not out or not out[-1].strip()):
@@ -302,21 +313,70 @@ def _without_shown(skeleton: str, shown: set[str]) -> str:
     return "".join(out)
 
 
-def _render(cands: list[_Cand], marker: str) -> tuple[list[Piece], str]:
+def _groups(cands: Sequence[_Cand]) -> list[list[_Cand]]:
+    """The candidates by file, files in the order of their best rank (the cells one hit brought, in notebook
+    order), each file's in rank order."""
     by_file: dict[str | None, list[_Cand]] = {}
     for c in sorted(cands, key=lambda c: c.rank):
         by_file.setdefault(c.path, []).append(c)
-    # Files in the order of their best rank (insertion order); the cells one hit brought, in notebook order.
     groups = sorted(by_file.items(), key=lambda g: (g[1][0].rank, (split_cell_path(g[0]) or ("", 0))[1]))
-    pieces: list[Piece] = []
-    for _, group in groups:
-        pieces.extend(_merge(group))
-    parts = []
-    for p in pieces:
-        note = "skeleton" if p.kind == "skeleton" else ("truncated" if p.truncated else "")
-        text = p.text if p.text.endswith("\n") else p.text + "\n"
-        parts.append(render_marker(marker, p.path, p.start_line, p.end_line, note) + "\n" + text)
-    return pieces, "".join(parts)
+    return [group for _, group in groups]
+
+
+def _render_piece(p: Piece, marker: str) -> str:
+    note = "skeleton" if p.kind == "skeleton" else ("truncated" if p.truncated else "")
+    text = p.text if p.text.endswith("\n") else p.text + "\n"
+    return render_marker(marker, p.path, p.start_line, p.end_line, note) + "\n" + text
+
+
+def _render(cands: list[_Cand], marker: str) -> tuple[list[Piece], str]:
+    pieces = [p for group in _groups(cands) for p in _merge(group)]
+    return pieces, "".join(_render_piece(p, marker) for p in pieces)
+
+
+class _Whole:
+    """The tokens of a candidate set's rendered context, counted whole."""
+
+    def __init__(self, count: Callable[[str], int], marker: str) -> None:
+        self._count = count
+        self._marker = marker
+
+    def __call__(self, cands: Sequence[_Cand]) -> int:
+        return self._count(_render(list(cands), self._marker)[1]) if cands else 0
+
+
+class _PartSums(_Whole):
+    """The tokens of a candidate set's rendered context as the sum of its rendered pieces' counts.
+
+    Each piece is ``marker line + text ending in a newline``; with a marker that starts a token of its own (the
+    default ``# path:...``: a BPE pre-tokenizer splits a newline from the ``#`` after it) the sum is the whole
+    count, and deciding what fits costs one render of the file that changed and one count of each new piece, not a
+    count of the whole context per candidate. A file's pieces are kept by the identity of its candidates (held
+    here, so an id is never reused), and a piece's count by its text. :func:`expand` checks the final context whole
+    and decides again with whole counts when a counter is not additive.
+    """
+
+    def __init__(self, count: Callable[[str], int], marker: str) -> None:
+        super().__init__(count, marker)
+        self._files: dict[tuple[int, ...], tuple[int, list[_Cand]]] = {}
+        self._pieces: dict[str, int] = {}
+
+    def __call__(self, cands: Sequence[_Cand]) -> int:
+        total = 0
+        for group in _groups(cands):
+            key = tuple(map(id, group))
+            got = self._files.get(key)
+            if got is None:
+                got = (sum(self._piece(_render_piece(p, self._marker)) for p in _merge(group)), group)
+                self._files[key] = got
+            total += got[0]
+        return total
+
+    def _piece(self, text: str) -> int:
+        n = self._pieces.get(text)
+        if n is None:
+            n = self._pieces[text] = self._count(text)
+        return n
 
 
 def _covered(c: _Cand, chosen: list[_Cand]) -> bool:
@@ -407,12 +467,34 @@ def expand(
     if max_context_tokens <= 0:
         msg = f"max_context_tokens must be > 0, got {max_context_tokens}"
         raise ConfigurationError(msg)
+    args = (hits, max_context_tokens, count, cut, marker, include_scopes, include_imports, fill, essentials_only)
+    exp = _expand(*args, measure=_PartSums(count, marker))
+    if exp.token_count > max_context_tokens:
+        # The counter is not additive over pieces (a marker that joins the token before it): decide whole.
+        exp = _expand(*args, measure=_Whole(count, marker))
+    return exp
+
+
+def _expand(
+    hits: Sequence[HitContext],
+    max_context_tokens: int,
+    count: Callable[[str], int],
+    cut: Callable[[str, int], int] | None,
+    marker: str,
+    include_scopes: bool,
+    include_imports: bool,
+    fill: bool,
+    essentials_only: bool,
+    *,
+    measure: _Whole,
+) -> Expansion:
+    """:func:`expand`, deciding what fits by ``measure`` (the rendered tokens of a candidate set)."""
     chosen: list[_Cand] = []
     dropped: list[tuple[int, str]] = []
     kept: dict[int, Part | None] = {}  # rank -> the part its core is (None: the whole hit)
 
     def fits(*extra: _Cand) -> bool:
-        return count(_render([*chosen, *extra], marker)[1]) <= max_context_tokens
+        return measure([*chosen, *extra]) <= max_context_tokens
 
     def consider(c: _Cand) -> bool:
         if _covered(c, chosen):
@@ -462,7 +544,7 @@ def expand(
                 if fits(*unit):
                     return unit, None
         if zoomed:
-            room = max_context_tokens - (count(_render(chosen, marker)[1]) if chosen else 0)
+            room = max_context_tokens - measure(chosen)
             for part in h.zoom(max(room, 1)):  # type: ignore[misc]
                 pc = _Cand(rank, h.score, "hit", part.snippet)
                 for unit in units(rank, h, pc, part):
