@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, missing_dependency
 from .manifest import ManifestState, Plan
+from .milvus_rows import MilvusTarget, write_rows
 from .pipeline import check_index, check_plan, check_sink, open_index, plan_items, write_all
 from .rows import INT_COLUMNS, IngestSettings, read_chunk_batch
 from .stages import EmbedStage, WriteStage
@@ -112,6 +113,21 @@ def _write_task(batch: Mapping[str, Any], sink: Any) -> dict[str, Any]:
     if stage is None:
         stage = _writers[sink] = WriteStage(sink)
     return _columns(stage)(batch)
+
+
+def _milvus_write_task(batch: Mapping[str, Any], target: MilvusTarget) -> dict[str, Any]:
+    """The Milvus write stage as a task: a pooled worker process keeps its client from task to task."""
+    return _columns(write_rows)(batch, target)
+
+
+def _identity(embedding_factory: Callable[[], Any]) -> tuple[str, int | None, int | None]:
+    """``(name, dimension, input limit)`` of the model ``embedding_factory`` builds (in a Ray task)."""
+    from ..retrieval.embeddings import identity_of
+    from .stages import embedding_name
+
+    model = embedding_factory()
+    ident = identity_of(model, probe=True)
+    return embedding_name(model), ident.dimension, ident.max_input_tokens
 
 
 def _pool(concurrency: int | tuple[int, int]) -> Any:
@@ -195,12 +211,20 @@ def run_ray(
     """
     ray = _ray()
     directory = check_index(index, "run_ray")
-    if getattr(directory, "holds_index", False) and (sink is not None or embedding_factory is not None):
-        msg = (f"run_ray(index={directory!r}) writes a lexical index into Milvus through the driver's one writer; "
-               "vectors computed by Ray actors into Milvus are not supported yet: drop sink/embedding_factory, or "
-               "use run_local(index=MilvusStore(...), embedding_factory=...), which embeds in this process")
+    milvus = bool(getattr(directory, "holds_index", False))
+    if milvus and sink is not None:
+        msg = (f"run_ray(index={directory!r}): the Milvus collection holds the vectors too; drop the sink (pass "
+               "embedding_factory=... for vectors)")
         raise ConfigurationError(msg)
-    if sink is None and embedding_factory is not None:
+    if milvus and directory.lite and embedding_factory is not None:
+        msg = (f"run_ray(index={directory!r}) writes a Milvus Lite file through the driver's one writer (Lite is one "
+               "process), lexical only; for vectors computed by Ray actors use a Milvus server "
+               "(MilvusStore('http://host:19530')), or run_local(index=MilvusStore(...), embedding_factory=...), "
+               "which embeds in this process")
+        raise ConfigurationError(msg)
+    # A server: the workers write the span rows (and vectors) themselves.
+    target = MilvusTarget.of(directory) if milvus and not directory.lite else None
+    if sink is None and embedding_factory is not None and target is None:
         msg = ("run_ray(embedding_factory=...) needs a vector sink the workers can all write: "
                "ChromaSink(host=...) (a `chroma run` server) or a LangChainSink; or drop embedding_factory for a "
                "lexical-only index")
@@ -215,9 +239,13 @@ def run_ray(
     check_plan(plan, settings)
     check_sink(sink, embedding_factory)
     recorded = recorded_embedding(directory)
-    if sink is not None and recorded == "none":
+    if (sink is not None or embedding_factory is not None) and recorded == "none":
         msg = (f"the index at {directory} is lexical-only (built without an embedding); a run with vectors needs "
-               "another index directory, or this one reset")
+               "another index directory (or collection), or this one reset")
+        raise ConfigurationError(msg)
+    if target is not None and embedding_factory is None and recorded not in (None, "none"):
+        msg = (f"the Milvus collection at {directory} holds vectors from {recorded!r}: pass embedding_factory=... "
+               "building that model (the workers write every row with its vector), or use another collection")
         raise ConfigurationError(msg)
     summary = IngestSummary.for_plan(plan, "ray")
     if progress:
@@ -227,13 +255,26 @@ def run_ray(
     # The driver's side of the vector store: deletes of stale ids and outbox replays; the workers write the rest.
     vectors = WrittenByWorkers(sink.vectors()) if sink is not None else None
     store_model = vectors.store.embedding if sink is not None and sink.embeds_itself else None
+    # Only the embed actors know a model's name; a vector store that embeds names its own; a Milvus collection the
+    # workers write into must exist before they start: its model is asked for its identity once, in a task.
+    known = store_model.name if store_model is not None else (
+        "none" if embedding_factory is None and sink is None else None)
+    identity: tuple[str | None, int | None, int | None] = (None, None, None)
+    if target is not None and embedding_factory is not None:
+        if recorded is not None:
+            identity = (recorded, directory.recorded()["dimension"], None)
+        elif items:
+            identity = ray.get(ray.remote(num_cpus=embed_num_cpus, num_gpus=embed_num_gpus or None)(
+                _identity).remote(embedding_factory))
+            known = identity[0]
 
     def open_for(name: str) -> Any:
-        model = store_model or (WorkerModel(name) if sink is not None else None)
-        return open_index(directory, settings, vectors, model)
+        model = store_model or (WorkerModel(name, *identity[1:]) if vectors is not None or identity[0] else None)
+        idx = open_index(directory, settings, vectors, model)
+        if target is not None:
+            idx.span_store.rows_from_workers = True
+        return idx
 
-    # Only the embed actors know a model's name; a vector store that embeds names its own.
-    known = store_model.name if store_model is not None else ("none" if sink is None else None)
     writer = IndexWriter(open_for, embedding=known, recorded=recorded, summary=summary, progress=progress)
 
     def batches() -> Iterator[Any]:
@@ -250,12 +291,17 @@ def run_ray(
         if embedding_factory is not None:
             ds = ds.map_batches(
                 _Embed,
-                fn_constructor_kwargs={"embedding_factory": embedding_factory, "sink": sink,
+                fn_constructor_kwargs={"embedding_factory": embedding_factory, "sink": target or sink,
                                        "batch_size": embed_model_batch},
                 batch_size=embed_batch_size, compute=_pool(embed_concurrency), num_cpus=embed_num_cpus,
                 num_gpus=embed_num_gpus or None,
             )
-        if sink is not None and sink.embeds_itself:
+        if target is not None:
+            # Each task writes its batch's span rows (and vectors) into the server; the rows go on to the driver.
+            ds = ds.map_batches(_milvus_write_task, fn_kwargs={"target": target}, batch_size=write_batch_size,
+                                compute=ray.data.TaskPoolStrategy(size=_max(write_concurrency)),
+                                num_cpus=write_num_cpus)
+        elif sink is not None and sink.embeds_itself:
             # The vector store embeds what it stores: one actor per writer, so its model loads once.
             ds = ds.map_batches(_Write, fn_constructor_kwargs={"sink": sink}, batch_size=write_batch_size,
                                 compute=_pool(write_concurrency), num_cpus=write_num_cpus)
