@@ -20,6 +20,14 @@ The pipeline is one streaming Ray Data job over the planned files (:class:`~llmc
    holds a group and the files in flight, never the run. Then the files the plan deletes are removed, and the
    manifest is committed.
 
+Into a Milvus server (``index=MilvusStore("http://host:19530")``) the whole index is in Milvus, and the workers
+write it: the embed actors look cached vectors up in the collection's vector cache, and write tasks
+(:mod:`~llmc_splitters.ingest.milvus_rows`, each worker with its own client) upsert every span row with its code
+terms and vector, and the vectors computed now into the cache. The driver creates the collection before the
+workers start (asking the model for its dimension once, in a task, when the collection is new), then writes only
+what must follow the rows: a replaced version's rows deleted and each file's marker, deleted files removed, then
+the manifest. Into a Milvus Lite file (one process) the driver is the one writer, lexical only.
+
 Why the embed actors ask the vector store for cached vectors rather than the driver's span store: the actors may
 run on other machines, and the vector store (a Chroma server) is the one store they all reach; the driver only sees
 rows after they were embedded, so it could not filter what to embed without holding a second copy of the cache in
@@ -29,7 +37,9 @@ Ids are deterministic, so re-running is a no-op and a run killed at any point is
 the span store holds each file whole, its outbox replays what the lexical index and the vector store missed, and
 the manifest's pending list makes the next plan redo the dead run's files. A driver killed after the workers
 upserted some vectors and before it wrote their files leaves vectors of ids that the index does not hold yet:
-searches ignore them, and the next run writes the same ids (same planned blobs). Chroma's embedded
+searches ignore them, and the next run writes the same ids (same planned blobs); likewise in Milvus, rows the
+workers wrote for files whose marker the dead driver never wrote are rewritten (or, for a file gone since, deleted)
+by the next run, which redoes the dead run's files. Chroma's embedded
 ``PersistentClient`` is not safe across processes; use a server (``chroma run``) with
 :class:`~llmc_splitters.ingest.pipeline.ChromaSink` ``(host=...)``.
 
@@ -171,16 +181,19 @@ def run_ray(
         sink: Where vectors go, written by the workers: :class:`~llmc_splitters.ingest.pipeline.ChromaSink` with
             ``host=`` (a server), or :class:`~llmc_splitters.ingest.pipeline.LangChainSink`; ``None`` for a
             lexical-only index.
-        index: The index directory, written by this process (the driver); created when missing. Or a
-            :class:`~llmc_splitters.retrieval.MilvusStore` (a Lite file or a server), written by the driver's one
-            writer, lexical only (no ``sink``, no ``embedding_factory``). Search the
-            result with ``CodeRetriever(path=index, host=..., embedding=...)``.
+        index: The index directory, written by this process (the driver); created when missing. Search the
+            result with ``CodeRetriever(path=index, host=..., embedding=...)``. Or a
+            :class:`~llmc_splitters.retrieval.MilvusStore` (no ``sink``): a server's collection is written by the
+            workers (span rows and, with ``embedding_factory``, their vectors; the driver writes the markers and
+            deletes), a Lite file by the driver's one writer, lexical only. Search it with
+            ``CodeRetriever(store=MilvusStore(...), embedding=...)``.
         roots: Checkout directory per repository (or one for all), readable by every worker (shared disk; with
             ``source="git"`` only the ``.git`` object store is read).
         settings: Chunking settings (the plan's fingerprint must match).
         embedding_factory: Picklable no-argument callable building the embedding model inside each embed actor
-            (``MiniLMEmbedding``, ``functools.partial(...)``); needs a Chroma sink. ``None``: lexical only, or the
-            vector store of a :class:`~llmc_splitters.ingest.pipeline.LangChainSink` embeds.
+            (``MiniLMEmbedding``, ``functools.partial(...)``); needs a Chroma sink or a Milvus server ``index``.
+            ``None``: lexical only, or the vector store of a :class:`~llmc_splitters.ingest.pipeline.LangChainSink`
+            embeds.
         state: Commit the manifest here when the run succeeded.
         source: ``"git"`` or ``"worktree"`` (see :func:`~llmc_splitters.ingest.read_chunk_batch`).
         files_per_batch: Files per chunking task.
@@ -192,11 +205,11 @@ def run_ray(
         embed_num_gpus: GPUs per embed actor.
         embed_batch_size: Rows per embed call.
         embed_model_batch: Texts per model call inside an actor.
-        write_concurrency: Concurrent vector writers: tasks for a Chroma server (a client is cheap to open; each
-            pooled worker keeps its own), actors for a :class:`~llmc_splitters.ingest.pipeline.LangChainSink` (its
+        write_concurrency: Concurrent writers: tasks for a Chroma or a Milvus server (a client is cheap to open;
+            each pooled worker keeps its own), actors for a :class:`~llmc_splitters.ingest.pipeline.LangChainSink` (its
             vector store embeds, so its model loads once per actor).
         write_num_cpus: CPUs per vector writer.
-        write_batch_size: Rows per vector write call (the store splits it further to its maximum batch).
+        write_batch_size: Rows per write call (the store splits it further to its maximum batch).
         progress: ``progress(stage, summary)`` after planning, after each group of files written (running totals),
             after deletions and at the end; default: log lines.
 
@@ -207,7 +220,11 @@ def run_ray(
         MissingDependencyError: Ray is not installed (``pip install 'llmc-splitters[ray]'``).
         ConfigurationError: No ``index``; the sink is not safe across processes, or missing for an embedding
             model; the plan was made for other settings; an ``embedding_factory`` is given for a sink whose vector
-            store embeds by itself; the index holds another model's vectors (or none: a lexical index).
+            store embeds by itself; the index holds another model's vectors (or none: a lexical index); a sink is
+            given with a Milvus index, an ``embedding_factory`` with a Milvus Lite file, or none with a Milvus
+            server collection that holds vectors.
+        MilvusStoreError: (raised in a worker, so wrapped by Ray) the server cannot be reached, or its collection
+            holds another model's vectors than the embed actors compute.
     """
     ray = _ray()
     directory = check_index(index, "run_ray")
