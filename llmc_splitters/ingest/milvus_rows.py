@@ -52,7 +52,7 @@ class MilvusTarget:
 
     def connect(self, embedding_name: str | None) -> _Connection:
         """This process's connection for vectors of ``embedding_name`` (``None`` or ``"none"``: lexical), opened
-        once per process.
+        once per process, and the collection checked again at each call (it may have been rebuilt since).
 
         Raises:
             MilvusStoreError: The server does not answer, there is no such collection (the driver creates it
@@ -62,6 +62,8 @@ class MilvusTarget:
         conn = _OPEN.get((self, name))
         if conn is None:
             conn = _OPEN[(self, name)] = _Connection(self, name)
+        else:
+            conn.cols.check(name, None)
         return conn
 
 
