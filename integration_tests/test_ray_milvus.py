@@ -1,10 +1,16 @@
-"""Ray Data ingestion into Milvus Lite (the real engine), through the driver's one writer: the scenarios of
+"""Ray Data ingestion into Milvus (the real engine), on a real local Ray cluster: the scenarios of
 ``test_ray_ingest.py`` (same rows as a local run, idempotent re-runs, incremental updates by blob SHA, deletes, a
-driver SIGKILLed part-way that resumes), lexical only, on a real local Ray cluster.
+driver SIGKILLed part-way that resumes)
+
+* into a Milvus Lite file, through the driver's one writer, lexical only;
+* into a Milvus server (Milvus Lite's gRPC server, ``python -m milvus_lite server``, in its own process on a free
+  localhost port), written by the Ray workers: lexical, and with vectors computed by the embed actors. The driver
+  of these runs is this test process, with ``Collections.upsert`` recorded: it never writes a span row.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -31,7 +37,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(HERE), str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
 )
 
+from _ray_helpers import CountingEmbedding, embedded_texts  # noqa: E402
 from tests.fakes import commit, git  # noqa: E402
+from tests.helpers import milvus_server  # noqa: E402
 
 from llmc_splitters.errors import ConfigurationError  # noqa: E402
 from llmc_splitters.ingest import IngestSettings, chunk_file, settings_fingerprint  # noqa: E402
@@ -95,13 +103,14 @@ def _expected(repo: Path) -> set[tuple]:
     return out
 
 
-def _rows(db: str) -> set[tuple]:
-    """Every span row in the collection: ``(id, role, path, text)`` (parents keep no text)."""
-    store = MilvusStore(db, collection="ray")
+def _rows(db: str, collection: str = "ray", fields: tuple[str, ...] = ()) -> set[tuple]:
+    """Every span row in the collection: ``(id, role, path, text, *fields)`` (parents keep no text)."""
+    store = MilvusStore(db, collection=collection)
     try:
-        CodeIndex(store=store, create=False)
-        got = [(r["id"], r["role"], r["path"], None if r["role"] == "parent" else unpack_text(r["text"]))
-               for r in store.cols.iterate(store.cols.rows, "", ["id", "role", "path", "text"])]
+        store.open("none", None, create=False)
+        got = [(r["id"], r["role"], r["path"], None if r["role"] == "parent" else unpack_text(r["text"]),
+                *(tuple(r[f]) if isinstance(r[f], list) else r[f] for f in fields))
+               for r in store.cols.iterate(store.cols.rows, "", ["id", "role", "path", "text", *fields])]
         assert len(got) == len(set(got)), "one row per id"
         return set(got)
     finally:
@@ -199,8 +208,179 @@ def test_a_killed_driver_resumes_with_no_duplicate_and_no_missing_row(cluster, r
     assert not (state_dir / "pending.json").exists()
 
 
-def test_vectors_from_ray_actors_into_milvus_are_refused_with_the_way_on(repo, tmp_path) -> None:
+def test_vectors_from_ray_actors_into_a_milvus_lite_file_are_refused_with_the_way_on(repo, tmp_path) -> None:
     state = ManifestState(tmp_path / "state")
     with pytest.raises(ConfigurationError, match="run_local"):
         run_ray(_plan(repo, state), index=MilvusStore(str(tmp_path / "x.db")), roots=str(repo), settings=S,
                 embedding_factory=lambda: HashingEmbedding(32))
+
+
+# ------------------------------------------------------------------------------------------- into a Milvus server
+
+ROW_FIELDS = ("file", "dirs", "kind", "language", "name", "tail", "parent_id", "embed_hash", "start_byte", "end_byte",
+              "start_line", "end_line", "token_count", "metadata", "terms")
+QUESTIONS = ("how is text wrapped to a width", "split a shell command line into tokens", "decode base64 data",
+             "insert into a sorted list", "parse a JSON document")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with milvus_server(tmp_path_factory.mktemp("milvus")) as uri:
+        yield uri
+
+
+@pytest.fixture
+def driver_writes(monkeypatch):
+    """The collections this process (the driver) upserts into, in order."""
+    from llmc_splitters.retrieval.milvus.client import Collections
+
+    seen: list[str] = []
+    real = Collections.upsert
+
+    def upsert(self, collection, rows):
+        seen.append(collection)
+        return real(self, collection, rows)
+
+    monkeypatch.setattr(Collections, "upsert", upsert)
+    return seen
+
+
+def _ray_server(repo: Path, state: ManifestState, uri: str, collection: str, **kw):
+    store = MilvusStore(uri, collection=collection)
+    try:
+        return run_ray(_plan(repo, state), index=store, roots=str(repo), settings=S, state=state, files_per_batch=2,
+                       chunk_num_cpus=0.5, embed_num_cpus=0.5, write_batch_size=40, progress=None, **kw)
+    finally:
+        store.close()
+
+
+def _local_server(repo: Path, tmp_path: Path, uri: str, collection: str, **kw):
+    store = MilvusStore(uri, collection=collection)
+    try:
+        return run_local(_plan(repo, ManifestState(tmp_path / f"{collection}-state")), index=store, roots=str(repo),
+                         settings=S, workers=1, progress=None, **kw)
+    finally:
+        store.close()
+
+
+def _leaves(uri: str, collection: str, embedding=None) -> list[list[tuple[str, int, int]]]:
+    """The leaves a retriever on the collection returns for :data:`QUESTIONS`."""
+    from llmc_splitters.retrieval import CodeRetriever
+
+    store = MilvusStore(uri, collection=collection)
+    try:
+        r = CodeRetriever(store=store, embedding=embedding, max_tokens=128, k=4)
+        return [[(h.span.path, h.span.start_line, h.span.end_line) for h in r.retrieve(q).hits] for q in QUESTIONS]
+    finally:
+        store.close()
+
+
+def _markers(uri: str, collection: str) -> set[str]:
+    store = MilvusStore(uri, collection=collection)
+    try:
+        store.open("none", None, create=False)
+        return set(store.spans.markers())
+    finally:
+        store.close()
+
+
+@pytest.mark.timeout(300)
+def test_ray_workers_write_into_a_milvus_server_and_follow_edits(cluster, server, repo, tmp_path,
+                                                                driver_writes) -> None:
+    state = ManifestState(tmp_path / "state")
+    first = _ray_server(repo, state, server, "srv")
+    assert first.files_planned == len(TREE) and first.files_done == len(TREE)
+    assert "srv" not in driver_writes, "the workers write the span rows, the driver only the markers"
+    assert "srv_files" in driver_writes
+    expected = _expected(repo)
+    assert _rows(server, "srv") == expected
+    _local_server(repo, tmp_path, server, "srv_local")
+    # Every field of every row is what the local run writes; a retriever returns the same leaves.
+    assert _rows(server, "srv", ROW_FIELDS) == _rows(server, "srv_local", ROW_FIELDS)
+    assert _markers(server, "srv") == _markers(server, "srv_local") == {
+        f"demo/{p}" for p in TREE}
+    leaves = _leaves(server, "srv")
+    assert all(leaves) and leaves == _leaves(server, "srv_local")
+    # Running again plans nothing and writes nothing; with the baseline thrown away it rewrites the same rows.
+    driver_writes.clear()
+    again = _ray_server(repo, state, server, "srv")
+    assert again.files_planned == 0 and _rows(server, "srv") == expected
+    assert driver_writes == []
+    assert _ray_server(repo, ManifestState(tmp_path / "fresh-state"), server, "srv").files_planned == len(TREE)
+    assert _rows(server, "srv") == expected
+    # One file changed (a new blob SHA), one deleted: only they are touched, and no row of the old version is left.
+    p = repo / "textwrap.py"
+    p.write_text(p.read_text() + "\n\ndef appended_later():\n    return 'later'\n")
+    (repo / "heapq.py").unlink()
+    commit(repo, "edit")
+    edit = _ray_server(repo, state, server, "srv")
+    assert edit.files_planned == 1 and edit.files_deleted == 1
+    assert _rows(server, "srv") == _expected(repo)
+    assert "demo/heapq.py" not in _markers(server, "srv")
+    store = MilvusStore(server, collection="srv")
+    idx = CodeIndex(store=store, create=False)
+    assert idx.search("appended_later").hits[0].span.name == "appended_later"
+    store.close()
+
+
+@pytest.mark.timeout(300)
+def test_vectors_from_the_embed_actors_go_into_the_server_rows(cluster, server, repo, tmp_path,
+                                                               driver_writes) -> None:
+    log = tmp_path / "embedded.log"
+    factory = functools.partial(CountingEmbedding, str(log), 32)
+    state = ManifestState(tmp_path / "state")
+    first = _ray_server(repo, state, server, "dense", embedding_factory=factory, embed_concurrency=1)
+    assert first.files_done == len(TREE) and first.embedding == "counting:32"
+    assert not {"dense", "dense_vectors"} & set(driver_writes), "rows and vectors are written by the workers"
+    _local_server(repo, tmp_path, server, "dense_local", embedding_factory=functools.partial(CountingEmbedding,
+                                                                                            str(tmp_path / "l.log"), 32))
+    fields = (*ROW_FIELDS, "dense")
+    assert _rows(server, "dense", fields) == _rows(server, "dense_local", fields)
+    assert first.spans_embedded == len(set(embedded_texts(str(tmp_path / "l.log"))))
+    model = CountingEmbedding(str(tmp_path / "q.log"), 32)
+    leaves = _leaves(server, "dense", model)
+    assert all(leaves) and leaves == _leaves(server, "dense_local", model)
+    # A full re-run embeds nothing: the embed actors find every vector in the server's cache.
+    n = len(embedded_texts(str(log)))
+    again = _ray_server(repo, ManifestState(tmp_path / "fresh"), server, "dense", embedding_factory=factory)
+    assert again.files_done == len(TREE) and again.spans_embedded == 0
+    assert len(embedded_texts(str(log))) == n
+    assert _rows(server, "dense", fields) == _rows(server, "dense_local", fields)
+
+
+def test_a_lexical_run_into_a_collection_with_vectors_is_refused(cluster, server, repo, tmp_path) -> None:
+    store = MilvusStore(server, collection="dense_refused")
+    CodeIndex(store=store, embedding=CountingEmbedding(str(tmp_path / "x.log"), 32))
+    store.close()
+    with pytest.raises(ConfigurationError, match="embedding_factory"):
+        _ray_server(repo, ManifestState(tmp_path / "state"), server, "dense_refused")
+
+
+@pytest.mark.timeout(300)
+def test_a_killed_driver_resumes_into_the_server_with_no_duplicate_and_no_missing_row(cluster, server, repo,
+                                                                                      tmp_path) -> None:
+    state_dir = tmp_path / "state"
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER.replace('collection="ray"', 'collection="killed"'),
+                               cluster, str(repo), str(state_dir), server],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+    assert driver.stdout is not None
+    lines = []
+    try:
+        for line in driver.stdout:
+            lines.append(line)
+            if line.startswith("WRITE"):
+                break
+        else:
+            pytest.fail("the driver ended before writing:\n" + "".join(lines[-50:]))
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+    assert driver.returncode == -signal.SIGKILL
+    time.sleep(3)
+    # The workers may have written every row; the driver committed only some files (markers) and no manifest.
+    assert len(_markers(server, "killed")) < len(TREE), "the run was killed part-way"
+    assert ManifestState(state_dir).pending_keys()
+    _ray_server(repo, ManifestState(state_dir), server, "killed")
+    assert _rows(server, "killed") == _expected(repo), "no duplicate, no missing, no stale row"
+    assert _markers(server, "killed") == {f"demo/{p}" for p in TREE}
+    assert not (state_dir / "pending.json").exists()

@@ -125,6 +125,41 @@ def chroma_server(data: pathlib.Path) -> Iterator[tuple[str, int]]:
                 proc.wait()
 
 
+@contextlib.contextmanager
+def milvus_server(data: pathlib.Path) -> Iterator[str]:
+    """Milvus Lite's gRPC server (``python -m milvus_lite server``) in its own process on a free localhost port,
+    storing under ``data``: a real Milvus server for several processes. Yields its address
+    (``http://127.0.0.1:PORT``) once a client connects, and stops it on exit."""
+    pytest.importorskip("milvus_lite")
+    pymilvus = pytest.importorskip("pymilvus")
+    port = free_port()
+    log_path = data / "milvus.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data / "milvus"),
+                                 "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+        uri = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                if proc.poll() is not None:
+                    pytest.fail(f"the Milvus Lite server exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
+                try:
+                    pymilvus.MilvusClient(uri=uri, timeout=1).close()
+                    break
+                except Exception:  # noqa: BLE001 - not listening yet
+                    if time.monotonic() > deadline:
+                        pytest.fail(f"the Milvus Lite server did not answer at {uri} within 60 s")
+                    time.sleep(0.2)
+            yield uri
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 # ---------------------------------------------------------------------------------------- reading an index directly
 
 

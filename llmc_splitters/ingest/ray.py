@@ -20,6 +20,14 @@ The pipeline is one streaming Ray Data job over the planned files (:class:`~llmc
    holds a group and the files in flight, never the run. Then the files the plan deletes are removed, and the
    manifest is committed.
 
+Into a Milvus server (``index=MilvusStore("http://host:19530")``) the whole index is in Milvus, and the workers
+write it: the embed actors look cached vectors up in the collection's vector cache, and write tasks
+(:mod:`~llmc_splitters.ingest.milvus_rows`, each worker with its own client) upsert every span row with its code
+terms and vector, and the vectors computed now into the cache. The driver creates the collection before the
+workers start (asking the model for its dimension once, in a task, when the collection is new), then writes only
+what must follow the rows: a replaced version's rows deleted and each file's marker, deleted files removed, then
+the manifest. Into a Milvus Lite file (one process) the driver is the one writer, lexical only.
+
 Why the embed actors ask the vector store for cached vectors rather than the driver's span store: the actors may
 run on other machines, and the vector store (a Chroma server) is the one store they all reach; the driver only sees
 rows after they were embedded, so it could not filter what to embed without holding a second copy of the cache in
@@ -29,7 +37,9 @@ Ids are deterministic, so re-running is a no-op and a run killed at any point is
 the span store holds each file whole, its outbox replays what the lexical index and the vector store missed, and
 the manifest's pending list makes the next plan redo the dead run's files. A driver killed after the workers
 upserted some vectors and before it wrote their files leaves vectors of ids that the index does not hold yet:
-searches ignore them, and the next run writes the same ids (same planned blobs). Chroma's embedded
+searches ignore them, and the next run writes the same ids (same planned blobs); likewise in Milvus, rows the
+workers wrote for files whose marker the dead driver never wrote are rewritten (or, for a file gone since, deleted)
+by the next run, which redoes the dead run's files. Chroma's embedded
 ``PersistentClient`` is not safe across processes; use a server (``chroma run``) with
 :class:`~llmc_splitters.ingest.pipeline.ChromaSink` ``(host=...)``.
 
@@ -53,6 +63,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, missing_dependency
 from .manifest import ManifestState, Plan
+from .milvus_rows import MilvusTarget, write_rows
 from .pipeline import check_index, check_plan, check_sink, open_index, plan_items, write_all
 from .rows import INT_COLUMNS, IngestSettings, read_chunk_batch
 from .stages import EmbedStage, WriteStage
@@ -114,6 +125,21 @@ def _write_task(batch: Mapping[str, Any], sink: Any) -> dict[str, Any]:
     return _columns(stage)(batch)
 
 
+def _milvus_write_task(batch: Mapping[str, Any], target: MilvusTarget) -> dict[str, Any]:
+    """The Milvus write stage as a task: a pooled worker process keeps its client from task to task."""
+    return _columns(write_rows)(batch, target)
+
+
+def _identity(embedding_factory: Callable[[], Any]) -> tuple[str, int | None, int | None]:
+    """``(name, dimension, input limit)`` of the model ``embedding_factory`` builds (in a Ray task)."""
+    from ..retrieval.embeddings import identity_of
+    from .stages import embedding_name
+
+    model = embedding_factory()
+    ident = identity_of(model, probe=True)
+    return embedding_name(model), ident.dimension, ident.max_input_tokens
+
+
 def _pool(concurrency: int | tuple[int, int]) -> Any:
     ray = _ray()
     if isinstance(concurrency, tuple):
@@ -155,16 +181,19 @@ def run_ray(
         sink: Where vectors go, written by the workers: :class:`~llmc_splitters.ingest.pipeline.ChromaSink` with
             ``host=`` (a server), or :class:`~llmc_splitters.ingest.pipeline.LangChainSink`; ``None`` for a
             lexical-only index.
-        index: The index directory, written by this process (the driver); created when missing. Or a
-            :class:`~llmc_splitters.retrieval.MilvusStore` (a Lite file or a server), written by the driver's one
-            writer, lexical only (no ``sink``, no ``embedding_factory``). Search the
-            result with ``CodeRetriever(path=index, host=..., embedding=...)``.
+        index: The index directory, written by this process (the driver); created when missing. Search the
+            result with ``CodeRetriever(path=index, host=..., embedding=...)``. Or a
+            :class:`~llmc_splitters.retrieval.MilvusStore` (no ``sink``): a server's collection is written by the
+            workers (span rows and, with ``embedding_factory``, their vectors; the driver writes the markers and
+            deletes), a Lite file by the driver's one writer, lexical only. Search it with
+            ``CodeRetriever(store=MilvusStore(...), embedding=...)``.
         roots: Checkout directory per repository (or one for all), readable by every worker (shared disk; with
             ``source="git"`` only the ``.git`` object store is read).
         settings: Chunking settings (the plan's fingerprint must match).
         embedding_factory: Picklable no-argument callable building the embedding model inside each embed actor
-            (``MiniLMEmbedding``, ``functools.partial(...)``); needs a Chroma sink. ``None``: lexical only, or the
-            vector store of a :class:`~llmc_splitters.ingest.pipeline.LangChainSink` embeds.
+            (``MiniLMEmbedding``, ``functools.partial(...)``); needs a Chroma sink or a Milvus server ``index``.
+            ``None``: lexical only, or the vector store of a :class:`~llmc_splitters.ingest.pipeline.LangChainSink`
+            embeds.
         state: Commit the manifest here when the run succeeded.
         source: ``"git"`` or ``"worktree"`` (see :func:`~llmc_splitters.ingest.read_chunk_batch`).
         files_per_batch: Files per chunking task.
@@ -176,11 +205,11 @@ def run_ray(
         embed_num_gpus: GPUs per embed actor.
         embed_batch_size: Rows per embed call.
         embed_model_batch: Texts per model call inside an actor.
-        write_concurrency: Concurrent vector writers: tasks for a Chroma server (a client is cheap to open; each
-            pooled worker keeps its own), actors for a :class:`~llmc_splitters.ingest.pipeline.LangChainSink` (its
+        write_concurrency: Concurrent writers: tasks for a Chroma or a Milvus server (a client is cheap to open;
+            each pooled worker keeps its own), actors for a :class:`~llmc_splitters.ingest.pipeline.LangChainSink` (its
             vector store embeds, so its model loads once per actor).
         write_num_cpus: CPUs per vector writer.
-        write_batch_size: Rows per vector write call (the store splits it further to its maximum batch).
+        write_batch_size: Rows per write call (the store splits it further to its maximum batch).
         progress: ``progress(stage, summary)`` after planning, after each group of files written (running totals),
             after deletions and at the end; default: log lines.
 
@@ -191,16 +220,28 @@ def run_ray(
         MissingDependencyError: Ray is not installed (``pip install 'llmc-splitters[ray]'``).
         ConfigurationError: No ``index``; the sink is not safe across processes, or missing for an embedding
             model; the plan was made for other settings; an ``embedding_factory`` is given for a sink whose vector
-            store embeds by itself; the index holds another model's vectors (or none: a lexical index).
+            store embeds by itself; the index holds another model's vectors (or none: a lexical index); a sink is
+            given with a Milvus index, an ``embedding_factory`` with a Milvus Lite file, or none with a Milvus
+            server collection that holds vectors.
+        MilvusStoreError: (raised in a worker, so wrapped by Ray) the server cannot be reached, or its collection
+            holds another model's vectors than the embed actors compute.
     """
     ray = _ray()
     directory = check_index(index, "run_ray")
-    if getattr(directory, "holds_index", False) and (sink is not None or embedding_factory is not None):
-        msg = (f"run_ray(index={directory!r}) writes a lexical index into Milvus through the driver's one writer; "
-               "vectors computed by Ray actors into Milvus are not supported yet: drop sink/embedding_factory, or "
-               "use run_local(index=MilvusStore(...), embedding_factory=...), which embeds in this process")
+    milvus = bool(getattr(directory, "holds_index", False))
+    if milvus and sink is not None:
+        msg = (f"run_ray(index={directory!r}): the Milvus collection holds the vectors too; drop the sink (pass "
+               "embedding_factory=... for vectors)")
         raise ConfigurationError(msg)
-    if sink is None and embedding_factory is not None:
+    if milvus and directory.lite and embedding_factory is not None:
+        msg = (f"run_ray(index={directory!r}) writes a Milvus Lite file through the driver's one writer (Lite is one "
+               "process), lexical only; for vectors computed by Ray actors use a Milvus server "
+               "(MilvusStore('http://host:19530')), or run_local(index=MilvusStore(...), embedding_factory=...), "
+               "which embeds in this process")
+        raise ConfigurationError(msg)
+    # A server: the workers write the span rows (and vectors) themselves.
+    target = MilvusTarget.of(directory) if milvus and not directory.lite else None
+    if sink is None and embedding_factory is not None and target is None:
         msg = ("run_ray(embedding_factory=...) needs a vector sink the workers can all write: "
                "ChromaSink(host=...) (a `chroma run` server) or a LangChainSink; or drop embedding_factory for a "
                "lexical-only index")
@@ -215,9 +256,13 @@ def run_ray(
     check_plan(plan, settings)
     check_sink(sink, embedding_factory)
     recorded = recorded_embedding(directory)
-    if sink is not None and recorded == "none":
+    if (sink is not None or embedding_factory is not None) and recorded == "none":
         msg = (f"the index at {directory} is lexical-only (built without an embedding); a run with vectors needs "
-               "another index directory, or this one reset")
+               "another index directory (or collection), or this one reset")
+        raise ConfigurationError(msg)
+    if target is not None and embedding_factory is None and recorded not in (None, "none"):
+        msg = (f"the Milvus collection at {directory} holds vectors from {recorded!r}: pass embedding_factory=... "
+               "building that model (the workers write every row with its vector), or use another collection")
         raise ConfigurationError(msg)
     summary = IngestSummary.for_plan(plan, "ray")
     if progress:
@@ -227,13 +272,26 @@ def run_ray(
     # The driver's side of the vector store: deletes of stale ids and outbox replays; the workers write the rest.
     vectors = WrittenByWorkers(sink.vectors()) if sink is not None else None
     store_model = vectors.store.embedding if sink is not None and sink.embeds_itself else None
+    # Only the embed actors know a model's name; a vector store that embeds names its own; a Milvus collection the
+    # workers write into must exist before they start: its model is asked for its identity once, in a task.
+    known = store_model.name if store_model is not None else (
+        "none" if embedding_factory is None and sink is None else None)
+    identity: tuple[str | None, int | None, int | None] = (None, None, None)
+    if target is not None and embedding_factory is not None:
+        if recorded is not None:
+            identity = (recorded, directory.recorded()["dimension"], None)
+        elif items:
+            identity = ray.get(ray.remote(num_cpus=embed_num_cpus, num_gpus=embed_num_gpus or None)(
+                _identity).remote(embedding_factory))
+            known = identity[0]
 
     def open_for(name: str) -> Any:
-        model = store_model or (WorkerModel(name) if sink is not None else None)
-        return open_index(directory, settings, vectors, model)
+        model = store_model or (WorkerModel(name, *identity[1:]) if vectors is not None or identity[0] else None)
+        idx = open_index(directory, settings, vectors, model)
+        if target is not None:
+            idx.span_store.rows_from_workers = True
+        return idx
 
-    # Only the embed actors know a model's name; a vector store that embeds names its own.
-    known = store_model.name if store_model is not None else ("none" if sink is None else None)
     writer = IndexWriter(open_for, embedding=known, recorded=recorded, summary=summary, progress=progress)
 
     def batches() -> Iterator[Any]:
@@ -250,12 +308,17 @@ def run_ray(
         if embedding_factory is not None:
             ds = ds.map_batches(
                 _Embed,
-                fn_constructor_kwargs={"embedding_factory": embedding_factory, "sink": sink,
+                fn_constructor_kwargs={"embedding_factory": embedding_factory, "sink": target or sink,
                                        "batch_size": embed_model_batch},
                 batch_size=embed_batch_size, compute=_pool(embed_concurrency), num_cpus=embed_num_cpus,
                 num_gpus=embed_num_gpus or None,
             )
-        if sink is not None and sink.embeds_itself:
+        if target is not None:
+            # Each task writes its batch's span rows (and vectors) into the server; the rows go on to the driver.
+            ds = ds.map_batches(_milvus_write_task, fn_kwargs={"target": target}, batch_size=write_batch_size,
+                                compute=ray.data.TaskPoolStrategy(size=_max(write_concurrency)),
+                                num_cpus=write_num_cpus)
+        elif sink is not None and sink.embeds_itself:
             # The vector store embeds what it stores: one actor per writer, so its model loads once.
             ds = ds.map_batches(_Write, fn_constructor_kwargs={"sink": sink}, batch_size=write_batch_size,
                                 compute=_pool(write_concurrency), num_cpus=write_num_cpus)

@@ -14,7 +14,10 @@ Vectors:
   exactly as ``CodeIndex`` does, and upserts into the sink;
 * in :func:`~llmc_splitters.ingest.ray.run_ray` the workers upserted each row's vector before the row reached
   the writer (:class:`WrittenByWorkers`): the writer keeps the vectors in the span store's cache (a later serial
-  run, or a replay of the outbox, never embeds them again) and deletes the stale ids, but writes no vector itself.
+  run, or a replay of the outbox, never embeds them again) and deletes the stale ids, but writes no vector itself;
+* in a Ray run into a Milvus server the workers wrote the span rows themselves, vectors and cache included
+  (:mod:`~llmc_splitters.ingest.milvus_rows`): the writer writes what follows them, a replaced version's rows
+  deleted and each file's marker (see ``MilvusSpans.rows_from_workers``).
 
 A run killed at any point leaves every file complete in the span store (old or new version), the outbox says what
 the lexical index and the vector store still have to catch up with (replayed at the start of the next run), and
@@ -52,10 +55,14 @@ class WorkerModel:
 
     Args:
         name: The model's name (what the embed actors report).
+        dimension: Its vectors' size, when known (what a Milvus collection is created for).
+        max_input_tokens: Its input limit, when known.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, dimension: int | None = None, max_input_tokens: int | None = None) -> None:
         self.name = name
+        self.dimension = dimension
+        self.max_input_tokens = max_input_tokens
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Never called for rows the workers embedded; a row without its vector is an error, not a silent embed."""
@@ -272,8 +279,9 @@ class IndexWriter:
         report = IndexReport()
         views = sum(len(g.views) for g in group)
         self._indexer.flush(group, report)
-        if isinstance(vectors, WrittenByWorkers):
-            vectors.written = set()
+        if isinstance(vectors, WrittenByWorkers) or getattr(store, "rows_from_workers", False):
+            if isinstance(vectors, WrittenByWorkers):
+                vectors.written = set()
             self.summary.spans_embedded += self._embedded
             self.summary.spans_cached += self._cached
         elif vectors is not None and vectors.embeds_itself:

@@ -350,8 +350,9 @@ class Indexer:
             (report.updated if g.update else report.added).append(g.path)
         self._publish_lexical(paths, [d for g in group for d in g.leaves], [d for g in group for d in g.summaries])
         if dense is not None:
-            dense.vectors().upsert([self._vector_record(g.write.rows[i], vtext, v) for g in group
-                                    for i, vtext, v in self._vectors(dense, g)])
+            if not getattr(dense.vectors(), "written_with_rows", False):  # Milvus: the span store wrote them
+                dense.vectors().upsert([self._vector_record(g.write.rows[i], vtext, v) for g in group
+                                        for i, vtext, v in self._vectors(dense, g)])
             self._delete_stale(dense)
             self.store.done(paths, VECTORS)
         group.clear()

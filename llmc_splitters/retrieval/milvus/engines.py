@@ -109,6 +109,8 @@ class MilvusVectors:
     left to do."""
 
     embeds_itself = False
+    written_with_rows = True
+    """The index need not gather the vectors of the rows it writes for :meth:`upsert` (which ignores them)."""
 
     def __init__(self, cols: Collections) -> None:
         self.cols = cols

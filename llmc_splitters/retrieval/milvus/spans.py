@@ -24,7 +24,7 @@ from ..span_schema import FileMarker, FileWrite, SpanRow
 from ..spanstore import IndexNotFoundError
 from .client import Collections, fit_terms, in_list, literal, pack_text, unpack_text
 
-__all__ = ["MilvusSpans"]
+__all__ = ["MilvusSpans", "milvus_row"]
 
 _ROW_FIELDS = ["id", "file", "path", "role", "kind", "name", "language", "start_byte", "end_byte", "start_char",
                "end_char", "start_line", "end_line", "parent_id", "token_count", "text", "metadata", "embed_hash"]
@@ -32,7 +32,9 @@ _MARKER_FIELDS = ["path", "hash", "settings", "language", "size", "mtime_ns", "n
 _FAILED = "failed:"
 
 
-def _row_of(r: SpanRow, vector: list[float] | None, dense: bool) -> dict[str, Any]:
+def milvus_row(r: SpanRow, vector: list[float] | None, dense: bool) -> dict[str, Any]:
+    """A span row as the rows collection holds it (``vector``: a searched row's, for a ``dense`` collection); what
+    the span store writes, and what Ray's write tasks write from the workers."""
     s = r.span
     searched = r.role != "parent"
     out: dict[str, Any] = {
@@ -84,9 +86,16 @@ class MilvusSpans:
     same public interface as :class:`~llmc_splitters.retrieval.spanstore.SpanStore`.
 
     Every write is complete in Milvus when it returns: the outbox (``pending``, ``stale``) stays empty.
+
+    Attributes:
+        rows_from_workers: The rows of the files written were already upserted (with their terms and vectors) by
+            the workers of a Ray run (:func:`~llmc_splitters.ingest.ray.run_ray` into a server):
+            :meth:`write_files` then writes only what must follow them, the deletes of a replaced version's rows
+            and the markers.
     """
 
     temporary = False
+    rows_from_workers = False
 
     def __init__(self, cols: Collections) -> None:
         self.cols = cols
@@ -136,17 +145,19 @@ class MilvusSpans:
     # ------------------------------------------------------------------------------------------------ writes
 
     def write_files(self, writes: Sequence[FileWrite], *, pending: int) -> None:  # noqa: ARG002 - nothing pends
-        """Replace the rows of each file of ``writes`` (with their terms and vectors), then its marker."""
+        """Replace the rows of each file of ``writes`` (with their terms and vectors; see
+        :attr:`rows_from_workers`), then its marker."""
         if not writes:
             return
-        dense = bool(self.cols.dimension)
+        dense = bool(self.cols.dimension) and not self.rows_from_workers
         vectors = self.cached_vectors({r.embed_hash for w in writes for r in w.rows if r.embed_hash}) if dense else {}
         for w in writes:
             m = w.marker
-            rows = [_row_of(r, vectors.get(r.embed_hash or "") if r.role != "parent" else None, dense)
-                    for r in w.rows]
-            self.cols.upsert(self.cols.rows, rows)
-            new = [r["id"] for r in rows]
+            if not self.rows_from_workers:
+                self.cols.upsert(self.cols.rows, [
+                    milvus_row(r, vectors.get(r.embed_hash or "") if r.role != "parent" else None, dense)
+                    for r in w.rows])
+            new = [r.span.id for r in w.rows]
             expr = f"file == {literal(m.path)}" + (f" and not ({in_list('id', new)})" if new else "")
             self.cols.delete(self.cols.rows, expr)
             self.cols.upsert(self.cols.files, [{

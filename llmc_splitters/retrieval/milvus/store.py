@@ -128,7 +128,7 @@ class MilvusStore:
         return self._link
 
     def recorded(self) -> dict[str, Any]:
-        """What the collection records (``embedding``, the ``settings`` of a file, the CLI's ``manifest``), read
+        """What the collection records (``embedding`` and its vectors' ``dimension``, the ``settings`` of a file, the CLI's ``manifest``), read
         before it is opened for a model, as :meth:`CodeIndex.recorded
         <llmc_splitters.retrieval.CodeIndex.recorded>` reads an index directory.
 
@@ -149,7 +149,8 @@ class MilvusStore:
         spans = MilvusSpans(cols)
         files = cols.query(cols.files, "", ["settings"], limit=1)
         manifest = spans.get_meta("manifest")
-        return {"embedding": spans.get_meta("embedding") or "none", "vectors": self.describe(),
+        return {"embedding": spans.get_meta("embedding") or "none", "dimension": cols.dimension,
+                "vectors": self.describe(),
                 "settings": files[0]["settings"] if files else None,
                 "manifest": json.loads(manifest) if manifest else {}}
 
