@@ -1,14 +1,15 @@
-"""Chunking throughput of every chunker against the parse+encode floor, in one process, on the tune split's files.
+"""Chunking throughput of every chunker against the parse+encode floor, in one process, on the tune files.
 
     python -m benchmarks.throughput            # the tune packages, median of 3 passes
     python -m benchmarks.throughput --quick    # one tune package per language, 20 kB each
 
-Each pass is :func:`benchmarks.run.chunk_all` with one repeat: file by file, one tree-sitter parse + one cl100k
-encode (the floor, as :func:`benchmarks.perf.floor_seconds`), then every chunker on the same file, each timed by the
-thread's CPU time. Reported per chunker: the median over the passes of its seconds and of its ratio to the floor of
-the same pass (over the languages it supports), and MB/s from the median seconds. The corpus comes from
-``benchmarks/.cache``; ``cached`` in the results says whether every package was there before the run (nothing was
-downloaded). Writes ``benchmarks/results/throughput.json`` and ``throughput.md`` (``--out`` to change).
+Each pass is :func:`benchmarks.run.chunk_all` with one repeat: file by file, one tree-sitter parse + one
+cl100k encode (the floor, as :func:`benchmarks.perf.floor_seconds`), then every chunker on the same file, each
+timed by the thread's CPU time. Reported per chunker: the median over the passes of its seconds and of its
+ratio to the floor of the same pass (over the languages it supports), and MB/s from the median seconds. The
+corpus comes from ``benchmarks/.cache``; ``cached`` in the results says whether every package was there before
+the run (nothing was downloaded). Writes ``benchmarks/results/throughput.json`` and ``throughput.md``
+(``--out`` to change).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def measure(quick: bool = False, repeats: int = REPEATS, log=print) -> dict:  # 
         log(f"  ! chunker unavailable: {m}")
     nbytes = {lang: sum(len(f.text.encode("utf-8", "surrogatepass")) for f in files if f.language == lang)
               for lang in LANGUAGES}
-    log(f"{len(files)} files, {sum(nbytes.values()) / 1e6:.2f} MB, {len(chunkers)} chunkers, {repeats} passes")
+    mb = sum(nbytes.values()) / 1e6
+    log(f"{len(files)} files, {mb:.2f} MB, {len(chunkers)} chunkers, {repeats} passes")
     passes = []
     for rep in range(repeats):
         _, secs, floor, errors = chunk_all(chunkers, files, 1)
@@ -62,8 +64,7 @@ def measure(quick: bool = False, repeats: int = REPEATS, log=print) -> dict:  # 
             "ratio_to_floor": statistics.median(s / f for s, f in zip(seconds, floors, strict=True) if f),
             "ratio_per_pass": [s / f if f else None for s, f in zip(seconds, floors, strict=True)],
             "per_language": {lang: statistics.median(p[0][spec.name].get(lang, 0.0) / p[1][lang]
-                                                     for p in passes if p[1].get(lang))
-                             for lang in langs},
+                                                     for p in passes if p[1].get(lang)) for lang in langs},
             "failed_files": len(passes[0][2][spec.name]),
         }
     return {
