@@ -301,3 +301,19 @@ def test_index_probe_on_a_tiny_tree(tmp_path) -> None:
     assert got["target"] == "index" and got["files"] == 3 and got["failed"] == 0
     assert got["records"] == got["written"] > 0
     assert got["peak_rss_mb"] >= got["peak_before_mb"] > 0
+
+
+def test_throughput_table() -> None:
+    from benchmarks.throughput import table
+
+    row = {"kind": "peer", "languages": ["python"], "bytes": 2000, "seconds": 0.004, "mb_per_s": 0.5,
+           "ratio_to_floor": 2.0, "per_language": {"python": 2.0}, "failed_files": 0}
+    r = {"files": 1, "bytes": {"python": 2000, "bash": 0}, "packages": ["p==1"], "repeats": 3, "date": "now",
+         "machine": {"load_before": [0.5, 0.4, 0.3]}, "floor": {"seconds": 0.002, "mb_per_s": 1.0},
+         "chunkers": {"slow": {**row, "ratio_to_floor": 3.0}, "fast": row}, "unavailable": ["x: missing"]}
+    md = table(r)
+    lines = md.splitlines()
+    assert lines[2] == "| chunker | seconds | MB/s | x floor | python | failed files |"
+    assert lines[4].startswith("| floor: parse + encode | 0.002 | 1.00 | 1.00 |")
+    assert lines[5].startswith("| fast |") and lines[6].startswith("| slow |")  # fastest first
+    assert "Unavailable: x: missing" in md

@@ -140,9 +140,15 @@ def _head_bytes(head: str) -> list[int | None]:
     return out
 
 
+_MAGIC_FIRST = frozenset(sig[0] for sig, _ in MAGIC)
+_MAGIC_LONGEST = max(len(sig) for sig, _ in MAGIC)
+
+
 def _text_magic(text: str) -> str | None:
-    longest = max(len(sig) for sig, _ in MAGIC)
-    got = _head_bytes(text[:longest])
+    first = _head_bytes(text[:1])
+    if first and first[0] is not None and first[0] not in _MAGIC_FIRST:
+        return None  # no signature starts with this byte (U+FFFD, any byte above 0x7F, is checked in full)
+    got = _head_bytes(text[:_MAGIC_LONGEST])
     for sig, what in MAGIC:
         pairs = list(zip(got, sig))
         # U+FFFD stands for any byte above 0x7F, but a signature needs one byte matched for real.

@@ -40,12 +40,10 @@ def _span_id_of_bytes(path: str | None, start_byte: int, end_byte: int, data: by
     h = hashlib.sha1(_SPAN_NAMESPACE.bytes)
     h.update(f"{salt}\x00{path or ''}\x00{start_byte}\x00{end_byte}\x00".encode("utf-8", "surrogatepass"))
     h.update(data)
-    # The layout of a version-5 (SHA-1, name-based) UUID, formatted directly.
-    b = bytearray(h.digest()[:16])
-    b[6] = (b[6] & 0x0F) | 0x50
-    b[8] = (b[8] & 0x3F) | 0x80
-    x = b.hex()
-    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
+    # The layout of a version-5 (SHA-1, name-based) UUID, formatted directly from the hex digest: the version
+    # nibble is 5, and the variant bits make the 17th digit one of 8, 9, a, b.
+    x = h.hexdigest()
+    return f"{x[:8]}-{x[8:12]}-5{x[13:16]}-{'89ab'[int(x[16], 16) & 3]}{x[17:20]}-{x[20:32]}"
 
 
 @dataclass(frozen=True, slots=True)
