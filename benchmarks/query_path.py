@@ -226,8 +226,9 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "llmc_splitters", *args]
 
 
-def measure_tree(n_files: int, work: Path, log: object = print) -> dict:
-    """Every measurement of one tree (see the module docstring)."""
+def measure_tree(n_files: int, work: Path, log: object = print, *, lexical_only: bool = False) -> dict:
+    """Every measurement of one tree (see the module docstring); ``lexical_only``: the chunk loop and the lexical
+    index alone (what :mod:`benchmarks.speed` compares)."""
     src = work / f"tree-{n_files}"
     if not src.exists():
         index_tree(src, n_files)
@@ -248,6 +249,9 @@ def measure_tree(n_files: int, work: Path, log: object = print) -> dict:
                lexical_vs_chunk=float(secs) / wall, records=summary["records_written"],
                db_mb=sum(f.stat().st_size for f in lex_db.rglob("*") if f.is_file()) / 1e6)
     log(f"  {n_files:6d} files: lexical index {wall:7.1f} s ({row['lexical_vs_chunk']:.2f}x of the chunk loop)")
+    if lexical_only:
+        shutil.rmtree(lex_db, ignore_errors=True)
+        return row
     out, wall, rss = _run(_cli("index", str(src), "--db", str(lex_db), "--embedding", "none", "--json", "-q"))
     again = json.loads(out)
     row.update(noop_reindex_seconds=wall, noop_reindex_bytes_read=again["bytes_read"])

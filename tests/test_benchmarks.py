@@ -317,3 +317,31 @@ def test_throughput_table() -> None:
     assert lines[4].startswith("| floor: parse + encode | 0.002 | 1.00 | 1.00 |")
     assert lines[5].startswith("| fast |") and lines[6].startswith("| slow |")  # fastest first
     assert "Unavailable: x: missing" in md
+
+
+def test_speed_targets_say_which_are_met() -> None:
+    from benchmarks.speed import targets
+
+    hyb = {"embedded": 1000, "command_seconds": 10.0}
+    res = {"hybrid_files": 40,
+           "hybrid": [{**hyb, "backend": "minilm", "index_vs_direct": 1.1},
+                      {**hyb, "backend": "minilm-torch", "index_vs_direct": 0.7, "command_seconds": 30.0}],
+           "queries": [{"files": n, "hybrid_query_seconds": q, "hybrid_query_peak_mb": 150,
+                        "lexical_mcp_first_search_seconds": 2.5, "hybrid_mcp_first_search_seconds": 1.5}
+                       for n, q in ((250, 0.9), (4000, 1.6))],
+           "lexical": [{"files": 2000, "lexical_vs_chunk": 0.85}, {"files": 16000, "lexical_vs_chunk": 0.6}],
+           "throughput": {"chunkers": {"llmc ASTChunker": {"ratio_to_floor": 1.4},
+                                       "astchunk": {"ratio_to_floor": 1.3},
+                                       "langchain-recursive": {"ratio_to_floor": 1.9}}}}
+    met = {(t, w): ok for t, _, w, ok in targets(res)}
+    assert met[("`index` >= 0.8x direct encode (minilm)", "1,000 texts")]
+    assert not met[("`index` >= 0.8x direct encode (minilm-torch)", "1,000 texts")]
+    assert not met[("whole `index`: default >= 4x MiniLM on torch", "40 files")]  # 3x
+    assert not met[("fresh hybrid `query` < 1.5 s and < 200 MB", "4,000 files")]  # the largest tree decides
+    assert not met[("MCP first search within 2 s (lexical)", "250, 4,000 files")]
+    assert met[("MCP first search within 2 s (hybrid)", "250, 4,000 files")]
+    assert [ok for (t, _), ok in met.items() if t.startswith("lexical")] == [True, False]
+    assert met[("chunker < 1.5x the floor", "tune files")]
+    assert not met[("chunker faster than astchunk", "tune files")]
+    assert met[("chunker faster than langchain-recursive", "tune files")]
+    assert ("chunker faster than chonkie-code", "tune files") not in met  # not in the run: no row
