@@ -89,12 +89,29 @@ class MilvusLexical:
         return out
 
     def stats(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
-        """``(rows, {term: rows holding it})`` of this role (one count per term, by ``TEXT_MATCH``)."""
+        """``(rows, {term: rows holding it})`` of this role.
+
+        The document frequencies come from one BM25 search with a query per term: a row scores above 0 for a term
+        exactly when it holds it, so each query's hit count is the term's frequency while it is under the limit
+        (every row of the role, at most Milvus's largest). A term that reaches the limit is counted by
+        ``TEXT_MATCH``, one count each. One count per term, as before, took about 0.6 s each on Milvus Lite at 250
+        files: most of a lexical query."""
+        words = list(dict.fromkeys(terms))
         role = f"role == {literal(self.role)}"
-        df = {t: self.cols.count(self.cols.rows, f"{role} and TEXT_MATCH(terms, {literal(t)})") for t in terms}
         if self._rows is None or self._rows[0] != self.cols.writes:  # counted again after this client wrote
             self._rows = (self.cols.writes, self.cols.count(self.cols.rows, role))
-        return self._rows[1], df
+        n_rows = self._rows[1]
+        if not words or not n_rows:
+            return n_rows, dict.fromkeys(words, 0)
+        self.cols.flush()
+        limit = min(n_rows, _MAX_TOPK)
+        got = self.cols.call("search", self.cols.client.search, self.cols.rows, data=words, anns_field="sparse",
+                             limit=limit, filter=role, search_params={"metric_type": "BM25"}, output_fields=[])
+        df = {t: len(hits) for t, hits in zip(words, got)}
+        for t in words if limit < n_rows else ():
+            if df.get(t, 0) >= limit:
+                df[t] = self.cols.count(self.cols.rows, f"{role} and TEXT_MATCH(terms, {literal(t)})")
+        return n_rows, df
 
     def ids(self) -> set[str]:
         return {r["id"] for r in self.cols.iterate(self.cols.rows, f"role == {literal(self.role)}", ["id"])}
