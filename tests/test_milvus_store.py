@@ -182,10 +182,12 @@ def test_incremental_edit_delete_and_reopen(lite, tmp_path):
     assert touched.written == 0 and touched.bytes_read > 0
     assert idx.span_store.marker("app.js").mtime_ns == 1_000_000_000
     assert idx.index_directory(tree).bytes_read == 0
+    assert idx.lexical("leaf").stats(["smtp", "post"])[1] == {"smtp": 1, "post": 0}
     (tree / "pkg" / "mail.py").write_text("def send_letter(to):\n    return post(to)\n", encoding="utf-8")
     (tree / "app.js").unlink()
     third = idx.index_directory(tree)
     assert third.updated == ["pkg/mail.py"] and third.removed == ["app.js"]
+    assert idx.lexical("leaf").stats(["smtp", "post"])[1] == {"smtp": 0, "post": 1}  # counted afresh after writes
     assert [h.span.name for h in idx.search("send letter").hits][:1] == ["send_letter"]
     assert all("smtp" not in h.span.text for h in idx.search("send mail smtp").hits)
     assert all(h.span.path != "app.js" for h in idx.search("fetch user").hits)
