@@ -182,10 +182,12 @@ def test_incremental_edit_delete_and_reopen(lite, tmp_path):
     assert touched.written == 0 and touched.bytes_read > 0
     assert idx.span_store.marker("app.js").mtime_ns == 1_000_000_000
     assert idx.index_directory(tree).bytes_read == 0
+    assert idx.lexical("leaf").stats(["smtp", "post"])[1] == {"smtp": 1, "post": 0}
     (tree / "pkg" / "mail.py").write_text("def send_letter(to):\n    return post(to)\n", encoding="utf-8")
     (tree / "app.js").unlink()
     third = idx.index_directory(tree)
     assert third.updated == ["pkg/mail.py"] and third.removed == ["app.js"]
+    assert idx.lexical("leaf").stats(["smtp", "post"])[1] == {"smtp": 0, "post": 1}  # counted afresh after writes
     assert [h.span.name for h in idx.search("send letter").hits][:1] == ["send_letter"]
     assert all("smtp" not in h.span.text for h in idx.search("send mail smtp").hits)
     assert all(h.span.path != "app.js" for h in idx.search("fetch user").hits)
@@ -327,3 +329,21 @@ def test_bm25_scores_are_positive_best_first_and_near_tantivys(pair):
         for rid, s in b:
             if rid in a:
                 assert 0.75 <= s / a[rid] <= 1.25, (q, rid, s, a[rid])
+
+
+def test_term_frequencies_in_one_search_equal_the_text_match_counts(pair):
+    """The document frequencies of a query's terms come from one batched BM25 search: each term's count is the
+    number of rows of the role that hold it, as a ``TEXT_MATCH`` count gives, and as tantivy counts the leaves."""
+    from llmc_splitters.retrieval.lexical import code_terms
+    from llmc_splitters.retrieval.milvus.client import literal
+
+    local, remote = pair
+    terms = sorted({t for q in QUERIES for t in code_terms(q)} | {"zzqqxx", "_"})
+    lex = remote.lexical("leaf")
+    cols = remote.store.cols
+    n_rows, df = lex.stats([*terms, terms[0]])
+    assert n_rows == cols.count(cols.rows, 'role == "leaf"')
+    assert df == {t: cols.count(cols.rows, f'role == "leaf" and TEXT_MATCH(terms, {literal(t)})') for t in terms}
+    assert df["zzqqxx"] == 0 and df["_"] == 0
+    assert (n_rows, df) == local.lexical("leaf").stats(terms)
+    assert lex.stats([]) == (n_rows, {})
