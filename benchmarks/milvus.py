@@ -7,7 +7,9 @@ Each tree is :func:`benchmarks.perf.index_tree` (standard-library modules, each 
 tree and each engine: indexing time (``CodeIndex.index_directory``, in this process), the in-process query p50 over
 the questions of :mod:`benchmarks.query_path` (``CodeIndex.search``, k=10, after one warm-up), a fresh-process
 ``llmc-splitters query Q --json`` (``--db DIR`` against ``--milvus FILE``), and the agreement of the two top-10
-lists: mean overlap@10 (shared ids / 10) and the share of questions whose first hit is the same.
+lists: mean overlap@10 (shared ids / 10) and the share of questions whose first hit is the same. Hybrid is measured
+twice on the same collection: fused by Milvus (``fusion="server"``, the default: one ``hybrid_search`` with plain
+RRF) and fused here (``fusion="client"``: two calls, the local engines' RRF weights adapted to the question).
 
 The trees hold several copies of each module, whose leaves score exactly alike: both engines order equal scores by
 path (the search's tie order), so copies do not count as disagreement unless the scores differ. Results go to
@@ -103,6 +105,19 @@ def run_size(n: int, hybrid: bool) -> list[dict]:
                 row[k] = round(row[k], 2)
             print(json.dumps(row), flush=True)
             out.append(row)
+            if mode == "hybrid":
+                # The same collection, fused here (two calls) with the local engines' shape-adapted weights.
+                remote.store.close()
+                client = CodeIndex(store=MilvusStore(db, collection="bench", fusion="client"), embedding=emb)
+                p50, c = _p50_search(client, QUESTIONS)
+                overlaps = [_overlap(a[q], c[q]) for q in QUESTIONS]
+                crow = {**row, "mode": "hybrid, client fusion", "milvus_query_p50_ms": round(p50, 2),
+                        "mean_overlap_at_10": round(sum(overlaps) / len(overlaps), 3),
+                        "min_overlap_at_10": round(min(overlaps), 2),
+                        "same_top1": round(sum(a[q][:1] == c[q][:1] for q in QUESTIONS) / len(QUESTIONS), 3)}
+                print(json.dumps(crow), flush=True)
+                out.append(crow)
+                client.store.close()
     return out
 
 
