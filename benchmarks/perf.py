@@ -72,9 +72,16 @@ def _rss_mb() -> float:
     return psutil.Process().memory_info().rss / 1e6
 
 
-def _peak_mb() -> float:
-    """Peak resident memory of this process (VmHWM). ``ru_maxrss`` is not used: Linux carries it over ``execve``
-    from the parent, so a child of a big process would report the parent's peak."""
+def _peak_mb(since: float = 0.0) -> float:
+    """Peak resident memory of this process (VmHWM), at least ``since`` (an earlier reading). ``ru_maxrss`` is not
+    used: Linux carries it over ``execve`` from the parent, so a child of a big process would report the parent's
+    peak. Linux records the high-water mark lazily and reports it as the larger of that record and the current RSS,
+    so a later reading can come out lower than an earlier one taken at a transient high: ``since`` keeps it
+    monotonic."""
+    return max(since, _vm_hwm_mb())
+
+
+def _vm_hwm_mb() -> float:
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
@@ -129,14 +136,14 @@ def _index_probe(n_files: int, embedding: str, trace: bool) -> dict[str, float |
         t0 = time.perf_counter()
         report = retriever.index_directory(src)
         dt = time.perf_counter() - t0
-        peak = _peak_mb()
+        peak = _peak_mb(peak_before)
         traced = tracemalloc.get_traced_memory()[1] / 1e6 if trace else None
         after = _rss_mb()
         records = retriever.index.span_store.counts()["spans"]
         t1 = time.perf_counter()
         retriever.search("parse the header of a message", k=4)
         first_query = time.perf_counter() - t1
-        peak_query = _peak_mb()
+        peak_query = _peak_mb(peak)
     out: dict[str, float | str | int] = {
         "target": "index", "files": n_files, "bytes": nbytes, "embedding": embedding, "seconds": dt,
         "rss_before_mb": base, "peak_before_mb": peak_before, "peak_rss_mb": peak, "peak_delta_mb": peak - base,
@@ -181,7 +188,7 @@ def _probe(target: str, mb: float) -> dict[str, float | str | int]:
     else:
         msg = f"unknown target {target!r}"
         raise ValueError(msg)
-    peak = _peak_mb()
+    peak = _peak_mb(peak_before)
     return {"target": target, "bytes": len(text.encode()), "seconds": dt, "rss_before_mb": base,
             "peak_rss_mb": peak, "peak_before_mb": peak_before, "peak_delta_mb": peak - base, "items": n,
             "lossless": ok, "over_budget": over}
