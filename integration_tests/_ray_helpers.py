@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import time
 
 from llmc_splitters.retrieval import HashingEmbedding
@@ -57,3 +59,26 @@ def chroma_vectorstore(host: str, port: int, collection: str, dim: int = 32):
     client = chromadb.HttpClient(host=host, port=port, settings=Settings(anonymized_telemetry=False))
     return Chroma(collection_name=collection, client=client, embedding_function=HashingEmbedding(dim),
                   collection_metadata={"hnsw:space": "cosine"})
+
+
+def kill_at_first_write(cmd: list[str]) -> None:
+    """Run a driver process and SIGKILL it as soon as it prints a line starting ``WRITE`` (some files written);
+    fails the test when it ends before that."""
+    import pytest
+
+    driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=os.environ.copy())
+    assert driver.stdout is not None
+    lines = []
+    try:
+        for line in driver.stdout:
+            lines.append(line)
+            if line.startswith("WRITE"):
+                break
+        else:
+            pytest.fail("the driver ended before writing:\n" + "".join(lines[-50:]))
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+    assert driver.returncode == -signal.SIGKILL
+    time.sleep(3)  # let Ray reap the dead job's workers

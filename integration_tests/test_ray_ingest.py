@@ -26,8 +26,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import sysconfig
 import time
@@ -53,7 +51,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 from tests.fakes import commit, git  # noqa: E402
-from _ray_helpers import CountingEmbedding, chroma_vectorstore, embedded_texts  # noqa: E402
+from _ray_helpers import CountingEmbedding, chroma_vectorstore, embedded_texts, kill_at_first_write  # noqa: E402
 
 from llmc_splitters.ingest import IngestSettings, chunk_file, settings_fingerprint  # noqa: E402
 from llmc_splitters.ingest.manifest import ManifestState, filter_manifest, git_manifest  # noqa: E402
@@ -275,25 +273,8 @@ def test_a_killed_run_restarts_with_no_duplicate_and_no_missing_span(
     expected = _expected(repo)
     log = tmp_path / "killed.log"
     # ... driven by its own process, with a slow model, killed once some files are written.
-    driver = subprocess.Popen(
-        [sys.executable, str(HERE / "_ray_driver.py"), cluster, str(repo), str(state_dir), str(index), host,
-         str(port), collection, str(log), "0.2"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy(),
-    )
-    assert driver.stdout is not None
-    lines = []
-    try:
-        for line in driver.stdout:
-            lines.append(line)
-            if line.startswith("WRITE"):
-                break
-        else:
-            pytest.fail("the driver ended before writing:\n" + "".join(lines[-50:]))
-    finally:
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(timeout=30)
-    assert driver.returncode == -signal.SIGKILL
-    time.sleep(3)  # let Ray reap the dead job's workers
+    kill_at_first_write([sys.executable, str(HERE / "_ray_driver.py"), cluster, str(repo), str(state_dir),
+                         str(index), host, str(port), collection, str(log), "0.2"])
     assert index_rows(index) != expected, "the run was killed part-way"
     assert ManifestState(state_dir).pending_keys(), "the dead run's paths are on record"
     done = _ray_run(repo, ManifestState(state_dir), index, sink, tmp_path / "restart.log")

@@ -13,8 +13,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import sysconfig
 import textwrap
@@ -37,7 +35,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(HERE), str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
 )
 
-from _ray_helpers import CountingEmbedding, embedded_texts  # noqa: E402
+from _ray_helpers import CountingEmbedding, embedded_texts, kill_at_first_write  # noqa: E402
 from tests.fakes import commit, git  # noqa: E402
 from tests.helpers import milvus_server  # noqa: E402
 
@@ -184,22 +182,7 @@ _DRIVER = textwrap.dedent("""
 def test_a_killed_driver_resumes_with_no_duplicate_and_no_missing_row(cluster, repo, tmp_path) -> None:
     db = str(tmp_path / "kill.db")
     state_dir = tmp_path / "state"
-    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, cluster, str(repo), str(state_dir), db],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
-    assert driver.stdout is not None
-    lines = []
-    try:
-        for line in driver.stdout:
-            lines.append(line)
-            if line.startswith("WRITE"):
-                break
-        else:
-            pytest.fail("the driver ended before writing:\n" + "".join(lines[-50:]))
-    finally:
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(timeout=30)
-    assert driver.returncode == -signal.SIGKILL
-    time.sleep(3)
+    kill_at_first_write([sys.executable, "-c", _DRIVER, cluster, str(repo), str(state_dir), db])
     expected = _expected(repo)
     assert _rows(db) != expected, "the run was killed part-way"
     assert ManifestState(state_dir).pending_keys()
@@ -360,23 +343,8 @@ def test_a_lexical_run_into_a_collection_with_vectors_is_refused(cluster, server
 def test_a_killed_driver_resumes_into_the_server_with_no_duplicate_and_no_missing_row(cluster, server, repo,
                                                                                       tmp_path) -> None:
     state_dir = tmp_path / "state"
-    driver = subprocess.Popen([sys.executable, "-c", _DRIVER.replace('collection="ray"', 'collection="killed"'),
-                               cluster, str(repo), str(state_dir), server],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
-    assert driver.stdout is not None
-    lines = []
-    try:
-        for line in driver.stdout:
-            lines.append(line)
-            if line.startswith("WRITE"):
-                break
-        else:
-            pytest.fail("the driver ended before writing:\n" + "".join(lines[-50:]))
-    finally:
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(timeout=30)
-    assert driver.returncode == -signal.SIGKILL
-    time.sleep(3)
+    kill_at_first_write([sys.executable, "-c", _DRIVER.replace('collection="ray"', 'collection="killed"'),
+                         cluster, str(repo), str(state_dir), server])
     # The workers may have written every row; the driver committed only some files (markers) and no manifest.
     assert len(_markers(server, "killed")) < len(TREE), "the run was killed part-way"
     assert ManifestState(state_dir).pending_keys()

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
@@ -96,26 +96,36 @@ def chroma_server(data: pathlib.Path) -> Iterator[tuple[str, int]]:
     if cli is None:
         pytest.skip("the `chroma` CLI is not installed (pip install 'llmc-splitters[chroma]')")
     port = free_port()
-    log_path = data / "server.log"
+    url = f"http://localhost:{port}/api/v2/heartbeat"
+
+    def ready() -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as resp:  # noqa: S310 - localhost only
+                return resp.status == 200
+        except OSError:
+            return False
+
+    with _serving([cli, "run", "--path", str(data / "db"), "--host", "localhost", "--port", str(port)],
+                  data / "server.log", ready, "chroma run", url):
+        yield "localhost", port
+
+
+@contextlib.contextmanager
+def _serving(cmd: list[str], log_path: pathlib.Path, ready: Callable[[], bool], what: str,
+             address: str) -> Iterator[None]:
+    """Run a server process (output in ``log_path``) until the block ends; enter the block once ``ready()``
+    (fail the test when it exits first, or is not ready within 60 s); terminate it, then kill it, on exit."""
     with log_path.open("w") as log:
-        proc = subprocess.Popen([cli, "run", "--path", str(data / "db"), "--host", "localhost", "--port", str(port)],
-                                stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://localhost:{port}/api/v2/heartbeat"
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 60
-            while True:
+            while not ready():
                 if proc.poll() is not None:
-                    pytest.fail(f"chroma run exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
-                try:
-                    with urllib.request.urlopen(url, timeout=1) as resp:  # noqa: S310 - localhost only
-                        if resp.status == 200:
-                            break
-                except OSError:
-                    pass
+                    pytest.fail(f"{what} exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
                 if time.monotonic() > deadline:
-                    pytest.fail(f"chroma run did not answer {url} within 60 s")
+                    pytest.fail(f"{what} did not answer {address} within 60 s")
                 time.sleep(0.2)
-            yield "localhost", port
+            yield
         finally:
             proc.terminate()
             try:
@@ -133,31 +143,18 @@ def milvus_server(data: pathlib.Path) -> Iterator[str]:
     pytest.importorskip("milvus_lite")
     pymilvus = pytest.importorskip("pymilvus")
     port = free_port()
-    log_path = data / "milvus.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data / "milvus"),
-                                 "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
-        uri = f"http://127.0.0.1:{port}"
+    uri = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(f"the Milvus Lite server exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
-                try:
-                    pymilvus.MilvusClient(uri=uri, timeout=1).close()
-                    break
-                except Exception:  # noqa: BLE001 - not listening yet
-                    if time.monotonic() > deadline:
-                        pytest.fail(f"the Milvus Lite server did not answer at {uri} within 60 s")
-                    time.sleep(0.2)
-            yield uri
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            pymilvus.MilvusClient(uri=uri, timeout=1).close()
+        except Exception:  # noqa: BLE001 - not listening yet
+            return False
+        return True
+
+    with _serving([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data / "milvus"), "--host",
+                   "127.0.0.1", "--port", str(port)], data / "milvus.log", ready, "the Milvus Lite server", uri):
+        yield uri
 
 
 # ---------------------------------------------------------------------------------------- reading an index directly

@@ -128,8 +128,8 @@ class MilvusStore:
         return self._link
 
     def recorded(self) -> dict[str, Any]:
-        """What the collection records (``embedding`` and its vectors' ``dimension``, the ``settings`` of a file, the CLI's ``manifest``), read
-        before it is opened for a model, as :meth:`CodeIndex.recorded
+        """What the collection records (``embedding`` and its vectors' ``dimension``, the ``settings`` of a file,
+        the CLI's ``manifest``), read before it is opened for a model, as :meth:`CodeIndex.recorded
         <llmc_splitters.retrieval.CodeIndex.recorded>` reads an index directory.
 
         Raises:
