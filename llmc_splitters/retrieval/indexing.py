@@ -26,8 +26,8 @@ most the files of the group in flight; the next run finds them unchanged-but-mis
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-import queue
 import signal
 import threading
 import time
@@ -43,6 +43,7 @@ from .lexical_index import LexDoc, lexical_text
 from .parts import Dense, HasParts, IndexParts, parts_of
 from .records import PreparedFile, build_file, embed_source, sha
 from .spanstore import LEXICAL, VECTORS, SpanRow
+from .group_writer import GroupWriter
 from .store import Record, vector_metadata
 from .workers import chunk, chunk_in_processes
 
@@ -215,7 +216,8 @@ class Indexer:
                         yield it.path, it.text or ""
 
                 source = ((texts.pop(p), outcome) for p, _, outcome in chunk_in_processes(payload, pairs(), workers))
-            writer = _GroupWriter(self, report)
+            writer = GroupWriter(self.open_engines, functools.partial(self.embed_group, report=report),
+                                 functools.partial(self.write_group, report=report))
             try:
                 self._prepare(source, markers, fp, report, stop, writer)
             except BaseException:
@@ -228,7 +230,7 @@ class Indexer:
                 raise IndexInterrupted(report, stop.signal_name)
 
     def _prepare(self, source: Iterable[tuple[Item, SpanTree | str | None]], markers: dict[str, Any], fp: str,
-                 report: IndexReport, stop: _StopFlag, writer: _GroupWriter) -> None:
+                 report: IndexReport, stop: _StopFlag, writer: GroupWriter) -> None:
         """Chunk and lay out each file of ``source``; hand each full group to ``writer``."""
         group: list[PreparedFile] = []
         pending = iter(source)
@@ -535,90 +537,3 @@ def stat_of(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_size, st.st_mtime_ns
-
-
-class _GroupWriter:
-    """Embeds and writes prepared groups on two threads of its own, in order, while the caller chunks the next files.
-
-    Chunking is Python work under the GIL; embedding (the model), writing (SQLite, tantivy, the vector store) mostly
-    release it. So the three overlap: while group N is written, group N+1 is embedded and group N+2 chunked, and the
-    model waits neither for the chunker nor for the stores. At most ``depth`` groups wait at each stage (memory stays
-    bounded). :meth:`close` waits for every submitted group and re-raises what a thread raised; :meth:`abandon` (the
-    run failed, or a second Ctrl-C) drops the groups still waiting (the next run redoes them) and waits briefly for
-    the ones in hand (each transaction is whole).
-    """
-
-    def __init__(self, indexer: Indexer, report: IndexReport, depth: int = 2) -> None:
-        self._indexer = indexer
-        self._report = report
-        self._embed_q: queue.Queue[list[PreparedFile] | None] = queue.Queue(maxsize=depth)
-        self._write_q: queue.Queue[list[PreparedFile] | None] = queue.Queue(maxsize=depth)
-        self._error: BaseException | None = None
-        self._abandoned = False
-        self._opened = False
-        self._threads = [threading.Thread(target=self._stage, args=(self._embed_q, indexer.embed_group,
-                                                                    self._write_q), name="llmc-index-embed",
-                                          daemon=True),
-                         threading.Thread(target=self._stage, args=(self._write_q, indexer.write_group, None),
-                                          name="llmc-index-writer", daemon=True)]
-        for t in self._threads:
-            t.start()
-
-    def _stage(self, inbox: queue.Queue[list[PreparedFile] | None], work: Any,
-               outbox: queue.Queue[list[PreparedFile] | None] | None) -> None:
-        while True:
-            group = inbox.get()
-            if group is None:
-                if outbox is not None:
-                    outbox.put(None)
-                return
-            if self._abandoned or self._error is not None:
-                continue
-            try:
-                work(group, self._report)
-            except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
-                self._error = exc
-                continue
-            if outbox is not None and group:
-                outbox.put(group)
-
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    def submit(self, group: list[PreparedFile]) -> None:
-        """Queue ``group`` (waits while ``depth`` groups are waiting to be embedded)."""
-        self._raise()
-        if not group:
-            return
-        if not self._opened:  # the engines open here, in the caller's thread, which holds the index's lock
-            self._indexer.open_engines()
-            self._opened = True
-        while True:
-            try:
-                self._embed_q.put(group, timeout=0.1)
-                return
-            except queue.Full:
-                self._raise()
-                if not all(t.is_alive() for t in self._threads):
-                    return
-
-    def close(self) -> None:
-        """Wait until every submitted group is written; re-raise what embedding or writing raised."""
-        self._embed_q.put(None)
-        for t in self._threads:
-            t.join()
-        self._raise()
-
-    def abandon(self) -> None:
-        """Drop the groups still waiting; wait a little for the ones in hand (their transactions are whole)."""
-        self._abandoned = True
-        for q in (self._embed_q, self._write_q):
-            while True:
-                try:
-                    q.get_nowait()
-                except queue.Empty:
-                    break
-        self._embed_q.put(None)  # the embed stage passes the stop mark on to the writer
-        for t in self._threads:
-            t.join(timeout=5.0)
