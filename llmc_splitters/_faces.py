@@ -16,7 +16,7 @@ from typing import Any
 from .chunking.dispatch import classify, resolve_language
 from .chunking.inputs import escape_surrogates
 from .chunking.span import SpanTree
-from .errors import ConfigurationError, InputWarning, UnsupportedInputError, caller_stacklevel
+from .errors import ConfigurationError, InputWarning, UnsupportedInputError, caller_stacklevel, check_positive
 
 DEFAULT_CHUNK_SIZE = 512
 DEFAULT_HEADER_RESERVE = 64
@@ -204,12 +204,6 @@ def document_language(forced: str | None, text: str, metadata: Mapping[str, Any]
     """The language a document is chunked as, by :func:`~llmc_splitters.chunking.dispatch.classify`'s rules
     (``None`` for binary input, which is not chunked)."""
     return classify(text, path=path, language=forced, metadata=metadata).language
-
-
-def check_positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        msg = f"{name} must be a positive integer, got {value!r}"
-        raise ConfigurationError(msg)
 
 
 # ---------------------------------------------------------------------------------------------- retrievers

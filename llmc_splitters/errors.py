@@ -195,3 +195,10 @@ def checked_arguments(func: F) -> F:
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def check_positive(name: str, value: Any) -> None:
+    """Raise :class:`ConfigurationError` unless ``value`` is a positive ``int`` (``bool`` is not)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        msg = f"{name} must be a positive integer, got {value!r}"
+        raise ConfigurationError(msg)

@@ -142,7 +142,7 @@ def choose_embedding(spec: str, recorded: str | None, where: Path) -> tuple[Any,
     ``auto`` is the model the index was built with, else for a new index the local MiniLM when it is installed,
     else lexical search only (said in the note). Any other spec must name the model the index was built with.
     """
-    from ..retrieval.index import embedding_name
+    from ..retrieval.layout import embedding_name
 
     if spec == "auto":
         if recorded is not None:

@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     t_walk = time.monotonic() - t0
 
     from ..retrieval import CodeIndex, IndexInterrupted
-    from ..retrieval.index import embedding_name
+    from ..retrieval.layout import embedding_name
     from ..retrieval.spanstore import IndexNotFoundError
 
     # The embedding: the existing index's, unless told otherwise.
@@ -330,7 +330,7 @@ def run(args: argparse.Namespace) -> ExitCode:
 def _prepare_model(spec: str) -> ExitCode:
     """``index --prepare-model``: build (or load) the embedding model once, so that no later run waits for it."""
     from ..retrieval.embeddings._runtime import cache_root
-    from ..retrieval.index import embedding_name
+    from ..retrieval.layout import embedding_name
 
     embedding, notice = choose_embedding(spec, None, Path.cwd())
     if embedding is None:

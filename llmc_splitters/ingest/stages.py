@@ -29,7 +29,7 @@ EMBED_COLUMNS = ("vector", "embedded", "embedding_name")
 
 def embedding_name(model: Any) -> str:
     """The name a model's vectors are filed under (as :class:`~llmc_splitters.retrieval.CodeIndex` names it)."""
-    from ..retrieval.index import embedding_name as index_embedding_name
+    from ..retrieval.layout import embedding_name as index_embedding_name
 
     return index_embedding_name(model)
 

@@ -26,16 +26,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..chunking.languages import INDEXED_PATTERNS
 from ..chunking.span import Span
-from ..errors import ConfigurationError, FilterWarning, IndexWarning, caller_stacklevel, checked_arguments
+from ..errors import (ConfigurationError, FilterWarning, IndexWarning, caller_stacklevel, check_positive,
+                      checked_arguments)
 from .context import ancestors as _ancestors
 from .context import get_lines as _get_lines
 from .context import get_symbol as _get_symbol
@@ -46,42 +45,16 @@ from .expand import HitContext, Snippet
 from .filters import SearchFilter, unmatched
 from .ranking import Ranking
 from .indexing import IndexInterrupted, Indexer, IndexReport, Item
+from .layout import delete_index, embedding_hint, embedding_name, recorded
 from .lexical_index import LexicalIndex
 from .parts import Chunking, Dense, IndexParts, settings_fingerprint
 from .records import FileSummaryInput, derived_id, embedding_view
 from .search import Hit, SearchResult, rank_texts, search
+from .selection import DEFAULT_INCLUDE, select_files
 from .spanstore import LEXICAL, VECTORS, SpanStore, StoreError
 
 __all__ = ["CodeIndex", "DEFAULT_INCLUDE", "FileSummaryInput", "Hit", "IndexInterrupted", "IndexReport",
            "SearchResult"]
-
-DEFAULT_INCLUDE = INDEXED_PATTERNS
-"""File patterns :meth:`CodeIndex.index_directory` indexes by default: every file kind the chunker parses
-(:data:`~llmc_splitters.chunking.languages.INDEXED_PATTERNS`, as the CLI and the MCP server select them), and
-extensionless ``#!`` scripts in a language the chunker parses. ``llmc-splitters index`` and the framework faces also
-honour ``.gitignore`` and leave out generated and minified files (:func:`llmc_splitters.ingest.walk.walk`)."""
-
-# Vendored, build, cache and VCS directories, never entered (the walker's default list, by name).
-_SKIP_DIRS = frozenset(
-    {".git", ".hg", ".svn", "node_modules", "bower_components", "__pycache__", ".venv", "venv", ".tox", ".nox",
-     ".mypy_cache", "dist", "build", "vendor", "third_party", "site-packages", ".eggs"}
-)
-
-
-def embedding_name(embedding: Any) -> str:
-    """The name an embedding model's vectors are filed under (``"none"`` for lexical only): its identity's."""
-    if embedding is None:
-        return "none"
-    from .embeddings import identity_of
-
-    return identity_of(embedding).name
-
-
-def check_positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        msg = f"{name} must be a positive integer, got {value!r}"
-        raise ConfigurationError(msg)
-
 
 class CodeIndex:
     """A hierarchical, incrementally updated index of source files (see the module docstring).
@@ -167,7 +140,7 @@ class CodeIndex:
         self.summarizer = summarizer
         self.embedding_name = embedding_name(embedding)
         if reset and path is not None:
-            _delete_index(Path(path))
+            delete_index(Path(path))
         self.store = store
         if store is not None:
             from .embeddings import identity_of
@@ -219,11 +192,11 @@ class CodeIndex:
             self.lexical_view_of = stored
             msg = (f"the index at {self.span_store.dir} holds vectors from {stored!r}; with embedding=None it is "
                    f"searched lexically (BM25 only) and cannot be written to. For hybrid search pass "
-                   f"{_embedding_hint(stored)}")
+                   f"{embedding_hint(stored)}")
             warnings.warn(msg, IndexWarning, stacklevel=caller_stacklevel())
         elif stored != self.embedding_name:
             msg = (f"the index at {self.span_store.dir} holds vectors from {stored!r}, not {self.embedding_name!r}: "
-                   f"pass {_embedding_hint(stored)}, or embedding=None to search it lexically (BM25 only), or "
+                   f"pass {embedding_hint(stored)}, or embedding=None to search it lexically (BM25 only), or "
                    f"reset=True to rebuild it with {self.embedding_name!r}")
             raise ConfigurationError(msg)
 
@@ -231,7 +204,7 @@ class CodeIndex:
         if self.lexical_view_of is not None:
             msg = (f"the index at {self.span_store.dir} holds vectors from {self.lexical_view_of!r} and was opened "
                    f"with embedding=None (lexical search only): writing to it would leave new spans without vectors; "
-                   f"pass {_embedding_hint(self.lexical_view_of)} to index into it")
+                   f"pass {embedding_hint(self.lexical_view_of)} to index into it")
             raise ConfigurationError(msg)
 
     @staticmethod
@@ -243,15 +216,7 @@ class CodeIndex:
             IndexNotFoundError: There is no index at ``path``.
             StoreError: It cannot be read (corrupt, locked, written by 0.1).
         """
-        store = SpanStore(path, create=False)
-        try:
-            got = store._read("SELECT settings FROM files LIMIT 1")  # noqa: SLF001 - one cheap read
-            vectors = store.get_meta("vectors")
-            return {"embedding": store.get_meta("embedding") or "none",
-                    "vectors": json.loads(vectors) if vectors else None,
-                    "settings": got[0][0] if got else None}
-        finally:
-            store.close()
+        return recorded(path)
 
     @property
     def dense(self) -> bool:
@@ -498,16 +463,7 @@ class CodeIndex:
         if not base.is_dir():
             msg = f"root must be a directory, got {str(root)!r}"
             raise ConfigurationError(msg)
-        found: list[Path] = []
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".") or d == ".github")
-            for fn in sorted(filenames):
-                p = Path(dirpath) / fn
-                rel = p.relative_to(base)
-                if any(rel.match(g) for g in exclude):
-                    continue
-                if any(rel.match(g) or Path(fn).match(g) for g in include) or "." not in fn and _script(p):
-                    found.append(p)
+        found = select_files(base, include, exclude)
         report = self.index_files(found, root=base, workers=workers)
         if prune:
             present = {p.relative_to(base).as_posix() for p in found}
@@ -627,45 +583,9 @@ class CodeIndex:
         return unmatched(_filter(filters, path, language, kind), self.span_store)
 
 
-def _embedding_hint(recorded: str) -> str:
-    """What to pass as ``embedding=`` to open an index whose vectors come from ``recorded``."""
-    from .embeddings.resolve import recorded_spec
-
-    spec = recorded_spec(recorded)
-    if spec is not None:
-        return f"embedding=resolve_embedding({spec!r}) (from llmc_splitters.retrieval.embeddings)"
-    return (f"the embedding whose identity name is {recorded!r} (the object the index was built with, or "
-            f"resolve_embedding({recorded!r}) when that is a module:factory spec)")
-
-
-def _script(path: Path) -> bool:
-    """Whether an extensionless file starts with a ``#!`` line naming an interpreter whose language we parse."""
-    from ..chunking.languages import language_from_shebang
-
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(256)
-    except OSError:
-        return False
-    return language_from_shebang(head.decode("utf-8", "replace")) is not None
-
-
 def _filter(filters: SearchFilter | Mapping[str, Any] | None, path: str | None, language: str | None,
             kind: str | None) -> SearchFilter:
     base = filters if isinstance(filters, SearchFilter) else SearchFilter.from_mapping(filters)
     if path is None and language is None and kind is None:
         return base
     return SearchFilter.of(path or base.path, language or base.language, kind or base.kind)
-
-
-def _delete_index(path: Path) -> None:
-    """Remove what an index keeps in ``path`` (its SQLite file, lexical and embedded vector directories)."""
-    for name in ("llmc.sqlite3", "llmc.sqlite3-wal", "llmc.sqlite3-shm"):
-        (path / name).unlink(missing_ok=True)
-    for sub in ("lexical", "chroma"):
-        shutil.rmtree(path / sub, ignore_errors=True)
-    if (path / "chroma.sqlite3").is_file():  # an index of 0.1, rebuilt in the current layout
-        (path / "chroma.sqlite3").unlink()
-        for child in path.iterdir():
-            if child.is_dir() and len(child.name) == 36 and child.name.count("-") == 4:  # Chroma segment dirs
-                shutil.rmtree(child, ignore_errors=True)
