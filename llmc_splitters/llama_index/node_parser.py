@@ -6,9 +6,7 @@ Importing this module imports ``llama_index.core``; that import is the opt-in to
 
 from __future__ import annotations
 
-import hashlib
 import re
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Dict, List, Literal, Optional
 
@@ -22,11 +20,9 @@ from .._faces import (
     first_path,
     forced_language,
     framework_metadata,
-    framework_text,
     resolve_size,
 )
 from ..chunking.dispatch import document_trees
-from ..chunking.inputs import escape_surrogates
 from ..errors import ConfigurationError, checked_arguments, missing_dependency
 
 try:
@@ -51,24 +47,12 @@ from ..chunking.headers import context_header
 from ..chunking.overlap import PROSE_LANGUAGES, add_overlap
 from ..chunking.span import Span, SpanTree
 from ..chunking.tokens import TiktokenTokenizer, Tokenizer, resolve_tokenizer
+from .nodes import node_id, related, text_node
 
 __all__ = ["CodeNodeParser", "PATH_KEYS"]
 
 PATH_KEYS = ("file_path", "file_name", "source", "path", "filename")
 """Metadata keys read, in this order, for a document's path (``SimpleDirectoryReader`` sets ``file_path``)."""
-
-# Bookkeeping keys: useful for filters and citations, noise for an embedding model.
-_EMBED_EXCLUDED = (
-    "span_id", "parent_id", "source", "kind", "breadcrumb", "start_line", "end_line", "start_byte", "end_byte",
-    "start_index", "end_index", "token_count",
-)
-_LLM_EXCLUDED = (
-    "span_id", "parent_id", "source", "breadcrumb", "start_byte", "end_byte", "start_index", "end_index",
-    "token_count",
-)
-
-# Node ids are uuid5(namespace, source id + span id): stable across runs, distinct across documents.
-_NODE_NAMESPACE = uuid.UUID("0b6f3c55-2c4e-5d8a-9e1f-7a3b2c1d4e5f")
 
 # The views LlamaIndex renders a node in: what an embedding model reads, what an LLM reads.
 _VIEWS = (MetadataMode.EMBED, MetadataMode.LLM)
@@ -115,11 +99,6 @@ def _id_func_setting(id_func: Any) -> Any:
         )
         raise ConfigurationError(msg)
     return id_func
-
-
-def _node_id(source_id: str, span: Span) -> str:
-    """The deterministic node id of ``span`` parsed from the node ``source_id``."""
-    return str(uuid.uuid5(_NODE_NAMESPACE, f"{source_id}\x00{span.id}"))
 
 
 class CodeNodeParser(NodeParser):
@@ -428,7 +407,7 @@ class CodeNodeParser(NodeParser):
         text = node.get_content(metadata_mode=MetadataMode.NONE)
         metadata = dict(node.metadata or {})
         path = path_of(metadata)
-        source = node.source_node if node.source_node is not None else _related(node)
+        source = node.source_node if node.source_node is not None else related(node)
         nominal = chunk_budget(self.chunk_size, self.header_reserve, self.context_header)
         floor = min(nominal, max(1, self.chunk_size // 4))
         budget, crowded = nominal, False
@@ -472,7 +451,7 @@ class CodeNodeParser(NodeParser):
         probe = Span(id="probe", path=path, language=language, kind="function", name=_TYPICAL_SYMBOL, text="",
                      start_byte=0, end_byte=0, start_char=0, end_char=0, start_line=last, end_line=last,
                      parent_id=None, token_count=0, metadata={})
-        return self._view_tokens(self._text_node(probe, node, metadata, source, None, False, "probe")) + 1
+        return self._view_tokens(text_node(probe, node, metadata, source, None, False, "probe", self.include_metadata)) + 1
 
     def _nodes_of_tree(self, tree: SpanTree, node: BaseNode, metadata: Mapping[str, Any], source: RelatedNodeInfo
                        ) -> tuple[List[BaseNode], int]:
@@ -490,11 +469,11 @@ class CodeNodeParser(NodeParser):
             in_document = doc is tree  # a cell's text is not a slice of the notebook's text
             for span in emitted:
                 parent_id = self._parent_node_id(doc, span, source, out)
-                text_node = self._text_node(span, node, metadata, source, parent_id, in_document,
-                                            self._node_id_of(len(out), span, node, source))
+                made = text_node(span, node, metadata, source, parent_id, in_document,
+                                 self._node_id_of(len(out), span, node, source), self.include_metadata)
                 if span.id in leaf_ids:
-                    over = max(over, self._fit(text_node, span))
-                out[span.id] = text_node
+                    over = max(over, self._fit(made, span))
+                out[span.id] = made
             if self.include_parents:
                 for span in emitted:
                     kids = [out[c.id] for c in doc.children(span) if c.id in out]
@@ -562,7 +541,7 @@ class CodeNodeParser(NodeParser):
         if enclosing.id in out:  # emitted (include_parents): parents come before their children
             return out[enclosing.id].node_id
         if self.id_func is default_id_func:
-            return _node_id(source.node_id, enclosing)
+            return node_id(source.node_id, enclosing)
         return None
 
     def _emitted(self, tree: SpanTree, leaves: list[Span]) -> list[Span]:
@@ -574,63 +553,5 @@ class CodeNodeParser(NodeParser):
 
     def _node_id_of(self, i: int, span: Span, node: BaseNode, source: RelatedNodeInfo) -> str:
         if self.id_func is default_id_func:
-            return _node_id(source.node_id, span)
+            return node_id(source.node_id, span)
         return self.id_func(i, node)
-
-    def _text_node(
-        self,
-        span: Span,
-        node: BaseNode,
-        metadata: Mapping[str, Any],
-        source: RelatedNodeInfo,
-        parent_node_id: Optional[str],
-        in_document: bool,
-        node_id: str,
-    ) -> TextNode:
-        """The node of ``span``, without its context header and overlap (see :meth:`_fit`)."""
-        span_meta = span.to_metadata()
-        # Always present, "" for none: vector stores (Chroma) reject None values.
-        span_meta.setdefault("symbol", "")
-        span_meta.setdefault("breadcrumb", "")
-        span_meta.pop("parent_id", None)
-        if parent_node_id is not None:
-            span_meta["parent_id"] = parent_node_id
-        for key in ("cell_index", "cell_type"):
-            if key in span.metadata:
-                span_meta[key] = span.metadata[key]
-        if "source" in metadata:
-            span_meta.pop("source", None)
-        meta = {**metadata, **span_meta} if self.include_metadata else span_meta
-        empty = [key for key in ("symbol",) if not span_meta.get(key)]  # no "symbol: " line for unnamed code
-        excluded_embed = list(dict.fromkeys([*node.excluded_embed_metadata_keys, *_EMBED_EXCLUDED, *empty]))
-        excluded_llm = list(dict.fromkeys([*node.excluded_llm_metadata_keys, *_LLM_EXCLUDED, *empty]))
-        # Formatting settings follow the input node, as in LlamaIndex's build_nodes_from_splits.
-        formatting = {
-            key: getattr(node, key)
-            for key in ("metadata_separator", "metadata_template", "text_template")
-            if isinstance(getattr(node, key, None), str)
-        }
-        text, restore = framework_text(span.text)
-        meta.update(restore)
-        return TextNode(
-            id_=node_id,
-            text=text,
-            metadata=framework_metadata(meta),
-            start_char_idx=span.start_char if in_document else None,
-            end_char_idx=span.end_char if in_document else None,
-            excluded_embed_metadata_keys=excluded_embed,
-            excluded_llm_metadata_keys=excluded_llm,
-            relationships={NodeRelationship.SOURCE: source},
-            **formatting,
-        )
-
-
-def _related(node: BaseNode) -> RelatedNodeInfo:
-    """``node.as_related_node_info()``, also for a document whose text holds lone surrogates: LlamaIndex's own
-    hash of such text raises ``UnicodeEncodeError``, so its hash is taken of the escaped text instead."""
-    text, record = escape_surrogates(node.get_content(metadata_mode=MetadataMode.NONE))
-    clean = framework_metadata(dict(node.metadata or {}))
-    if not record and clean == dict(node.metadata or {}):
-        return node.as_related_node_info()
-    digest = hashlib.sha256((text + str(clean)).encode("utf-8")).hexdigest()
-    return RelatedNodeInfo(node_id=node.node_id, node_type=node.get_type(), metadata=clean, hash=digest)
