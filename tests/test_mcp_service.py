@@ -414,6 +414,36 @@ def test_watch_mode_retries_a_refresh_that_failed(tmp_path, monkeypatch):
         service.stop(wait=5)
 
 
+def test_a_held_start_opens_and_warms_the_index_but_scans_the_tree_only_when_released(tmp_path):
+    """What the command line does: the index opens and answers while the SDK is imported; the watcher and the
+    catch-up wait for the second start(), and replies meanwhile say the index is still catching up."""
+    pytest.importorskip("watchdog")
+    root = _copy(tmp_path / "src")
+    r = CodeRetriever()
+    r.index_directory(root)
+    (root / "heapq.py").write_text("def edited_while_down():\n    return 1\n", encoding="utf-8")
+    service = CodeService(lambda: r, root=root, freshness="watch", debounce=0.1)
+    service.start(catch_up=False)
+    try:
+        deadline = time.monotonic() + 120  # a bound against a hang, not a timing claim
+        while not service.search_ready:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.3)
+        assert service.refresher.mode != "watch" and not service.refresher.caught_up
+        reply = service.search_code("edited_while_down", k=1)
+        assert "still catching up" in reply.text
+        assert all(h["symbol"] != "edited_while_down" for h in reply.data["hits"])
+        service.start()
+        while not service.refresher.caught_up:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert service.refresher.mode == "watch"
+        assert service.search_code("edited_while_down", k=1).data["hits"][0]["symbol"] == "edited_while_down"
+    finally:
+        service.stop(wait=5)
+
+
 def test_notebook_cells_are_the_documents_of_replies_and_get_lines(tmp_path):
     notebook = Path(__file__).parent / "data" / "notebooks" / "tide-analysis.ipynb"
     shutil.copyfile(notebook, tmp_path / "tides.ipynb")

@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         freshness=args.freshness if root is not None else "off", debounce=args.debounce, location=where,
         hide=_hidden(db), on_refreshed=write_manifest,
     )
-    service.start()  # opens the index and loads the model while the MCP SDK is imported (~1 s of the start)
+    service.start(catch_up=False)  # the index opens and the model loads while the MCP SDK is imported (~1 s)
     if args.http is None:
         from ..mcp.server import run_stdio
 

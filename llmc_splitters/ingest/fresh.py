@@ -511,6 +511,9 @@ class Refresher:
         with self._cond:
             self._cond.notify_all()
         if self._observer is not None:
+            # watchdog's inotify emitter logs an ERROR when it is stopped during a read ("... called when the thread
+            # is inactive"): a race of its own shutdown, not a failure, which would end every session on stderr.
+            logging.getLogger("watchdog.observers.inotify").addFilter(_quiet_stop)
             self._observer.stop()
         if wait is not None:
             deadline = time.monotonic() + wait
@@ -520,3 +523,8 @@ class Refresher:
 
 def _under(rel: str, only: Iterable[str]) -> bool:
     return any(o == "" or rel == o or rel.startswith(o + "/") for o in only)
+
+
+def _quiet_stop(record: logging.LogRecord) -> bool:
+    """Drop watchdog's "called when the thread is inactive" record (see :meth:`Refresher.stop`)."""
+    return "called when the thread is inactive" not in record.getMessage()

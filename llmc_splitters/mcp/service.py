@@ -135,19 +135,32 @@ class CodeService:
         self.watch_error: str | None = None
         self.search_ready = False  # the index is open and one search has run (see start)
         self._started = False
+        self._catch_up = threading.Event()
 
     # ------------------------------------------------------------------------------------------------ life
 
-    def start(self) -> None:
+    def start(self, *, catch_up: bool = True) -> None:
         """In the background: open the index and run one search (which loads the embedding model, if any, so that
-        no agent waits for it), then catch up with the tree (with a root, whatever the freshness mode: searches
-        are served meanwhile). In watch mode, start watching first. A second call does nothing (the command line
-        starts the service before it imports the MCP SDK, so that opening the index and loading the model overlap
-        that import)."""
-        if self._started:
+        no agent waits for it), then, in watch mode, start watching, and catch up with the tree (with a root,
+        whatever the freshness mode: searches are served meanwhile, and their replies say the index is still
+        catching up).
+
+        ``catch_up=False`` holds the watcher and the catch-up back until a later ``start()``: the command line
+        starts the service before it imports the MCP SDK, so that opening the index overlaps that import, while
+        the scan of the tree, which would compete with the import for the interpreter, waits until the server is
+        built. A later call only releases what was held."""
+        if not self._started:
+            self._started = True
+            threading.Thread(target=self._warm_and_catch_up, name="llmc-start", daemon=True).start()
+        if catch_up:
+            self._catch_up.set()
+
+    def _warm_and_catch_up(self) -> None:
+        opened = self._warm()
+        self._catch_up.wait()
+        if self.refresher is None:
             return
-        self._started = True
-        if self.refresher is not None and self.freshness == "watch":
+        if self.freshness == "watch":
             try:
                 self.refresher.watch(self.debounce)
             except (LlmcError, OSError) as exc:
@@ -155,22 +168,32 @@ class CodeService:
                 self.watch_error = self.scrub(f"{type(exc).__name__}: {exc}")
                 log.warning("cannot watch the tree (%s); checking it before each request instead", self.watch_error)
                 self.freshness = "refresh"
-        threading.Thread(target=self._warm_and_catch_up, name="llmc-start", daemon=True).start()
+        if not opened:
+            return
+        try:
+            self.refresher.refresh(full=True)
+            self.search_ready = True
+        except LlmcError as exc:
+            log.warning("start-up: %s", self.scrub(str(exc)))
+        except Exception:
+            log.exception("start-up failed")
 
-    def _warm_and_catch_up(self) -> None:
+    def _warm(self) -> bool:
+        """Open the index and run one search; whether the index could be opened (no index yet, Chroma down: the
+        requests will say so)."""
         try:
             retriever = self._retriever()
             if retriever.index.span_store.exists:  # a new index is created by the catch-up's first write
                 with retriever.index.span_store.snapshot():
                     retriever.search("warm up", 1)
                 self.search_ready = True
-            if self.refresher is not None:
-                self.refresher.refresh(full=True)
-                self.search_ready = True
-        except LlmcError as exc:  # no index yet, Chroma down: the requests will say so
+        except LlmcError as exc:
             log.warning("start-up: %s", self.scrub(str(exc)))
+            return False
         except Exception:
             log.exception("start-up failed")
+            return False
+        return True
 
     def stop(self, *, wait: float | None = None) -> None:
         """Stop watching (with ``wait``, give a running refresh that many seconds to finish its writes)."""
