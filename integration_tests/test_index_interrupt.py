@@ -280,7 +280,7 @@ def _texts(tree: pathlib.Path) -> dict[str, str]:
     from fnmatch import fnmatchcase
 
     from llmc_splitters.chunking.inputs import binary_reason, decode
-    from llmc_splitters.retrieval.index import DEFAULT_INCLUDE, _script
+    from llmc_splitters.retrieval.selection import DEFAULT_INCLUDE, _script
 
     def selected(q: pathlib.Path) -> bool:
         return any(fnmatchcase(q.name, g) for g in DEFAULT_INCLUDE) or "." not in q.name and _script(q)
