@@ -2,18 +2,21 @@
 
     python -m benchmarks.milvus                       # 250 and 1000 files
     python -m benchmarks.milvus --sizes 250 --hybrid  # also hybrid (HashingEmbedding(256): the model costs nothing)
+    python -m benchmarks.milvus --sizes 4000,16000 --hybrid-sizes 4000 --name milvus-large
 
 Each tree is :func:`benchmarks.perf.index_tree` (standard-library modules, each copy in its own directory). For each
 tree and each engine: indexing time (``CodeIndex.index_directory``, in this process), the in-process query p50 over
 the questions of :mod:`benchmarks.query_path` (``CodeIndex.search``, k=10, after one warm-up), a fresh-process
 ``llmc-splitters query Q --json`` (``--db DIR`` against ``--milvus FILE``), and the agreement of the two top-10
 lists: mean overlap@10 (shared ids / 10) and the share of questions whose first hit is the same. Hybrid is measured
-twice on the same collection: fused by Milvus (``fusion="server"``, the default: one ``hybrid_search`` with plain
-RRF) and fused here (``fusion="client"``: two calls, the local engines' RRF weights adapted to the question).
+three times on the same collection: fused by Milvus (``fusion="server"``, the default: one ``hybrid_search``, each
+list asked its share of times so that the RRF is weighted as the local fusion), the same call with one request per
+list (Milvus's plain RRF: what the weighting costs and earns) and fused here (``fusion="client"``: two calls, the
+local engines' RRF weights adapted to the question).
 
 The trees hold several copies of each module, whose leaves score exactly alike: both engines order equal scores by
 path (the search's tie order), so copies do not count as disagreement unless the scores differ. Results go to
-``benchmarks/results/milvus.json`` and ``milvus.md``.
+``benchmarks/results/milvus.json`` and ``milvus.md`` (``--name`` another stem), rewritten after each size.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from llmc_splitters.retrieval.milvus import engines
 
 from .perf import index_tree
 from .query_path import QUESTIONS
@@ -92,10 +97,7 @@ def run_size(n: int, hybrid: bool) -> list[dict]:
             assert remote.leaf_count() == row["leaves"], "the engines hold different leaves"
             row["local_query_p50_ms"], a = _p50_search(local, QUESTIONS)
             row["milvus_query_p50_ms"], b = _p50_search(remote, QUESTIONS)
-            overlaps = [_overlap(a[q], b[q]) for q in QUESTIONS]
-            row["mean_overlap_at_10"] = round(sum(overlaps) / len(overlaps), 3)
-            row["min_overlap_at_10"] = round(min(overlaps), 2)
-            row["same_top1"] = round(sum(a[q][:1] == b[q][:1] for q in QUESTIONS) / len(QUESTIONS), 3)
+            row = _agreement(row, a, b, row["milvus_query_p50_ms"])
             if mode == "lexical":
                 local.close()
                 remote.store.close()  # Milvus Lite: one process holds the file at a time
@@ -106,19 +108,31 @@ def run_size(n: int, hybrid: bool) -> list[dict]:
             print(json.dumps(row), flush=True)
             out.append(row)
             if mode == "hybrid":
+                # The same collection, one request per list (Milvus's plain RRF): what the weighting costs and earns.
+                real_shares = engines._shares
+                engines._shares = lambda w: (1, 1)
+                try:
+                    p50, c = _p50_search(remote, QUESTIONS)
+                finally:
+                    engines._shares = real_shares
+                out.append(_agreement({**row, "mode": "hybrid, server fusion, plain RRF"}, a, c, p50))
+                print(json.dumps(out[-1]), flush=True)
                 # The same collection, fused here (two calls) with the local engines' shape-adapted weights.
                 remote.store.close()
                 client = CodeIndex(store=MilvusStore(db, collection="bench", fusion="client"), embedding=emb)
                 p50, c = _p50_search(client, QUESTIONS)
-                overlaps = [_overlap(a[q], c[q]) for q in QUESTIONS]
-                crow = {**row, "mode": "hybrid, client fusion", "milvus_query_p50_ms": round(p50, 2),
-                        "mean_overlap_at_10": round(sum(overlaps) / len(overlaps), 3),
-                        "min_overlap_at_10": round(min(overlaps), 2),
-                        "same_top1": round(sum(a[q][:1] == c[q][:1] for q in QUESTIONS) / len(QUESTIONS), 3)}
-                print(json.dumps(crow), flush=True)
-                out.append(crow)
+                out.append(_agreement({**row, "mode": "hybrid, client fusion"}, a, c, p50))
+                print(json.dumps(out[-1]), flush=True)
                 client.store.close()
     return out
+
+
+def _agreement(row: dict, a: dict[str, list[str]], b: dict[str, list[str]], p50: float) -> dict:
+    """``row`` with the Milvus p50 and the agreement of top-10 lists ``b`` with the local engines' ``a``."""
+    overlaps = [_overlap(a[q], b[q]) for q in QUESTIONS]
+    return {**row, "milvus_query_p50_ms": round(p50, 2), "mean_overlap_at_10": round(sum(overlaps) / len(overlaps), 3),
+            "min_overlap_at_10": round(min(overlaps), 2),
+            "same_top1": round(sum(a[q][:1] == b[q][:1] for q in QUESTIONS) / len(QUESTIONS), 3)}
 
 
 def _markdown(rows: list[dict]) -> str:
@@ -144,11 +158,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sizes", default="250,1000", help="tree sizes in files (comma-separated)")
     p.add_argument("--hybrid", action="store_true", help="also hybrid search (HashingEmbedding(256))")
+    p.add_argument("--hybrid-sizes", default=None,
+                   help="the sizes measured hybrid too (comma-separated; default: every size with --hybrid)")
+    p.add_argument("--name", default="milvus", help="results file stem under benchmarks/results/")
     args = p.parse_args(argv)
-    rows = [r for n in args.sizes.split(",") for r in run_size(int(n), args.hybrid)]
+    sizes = [int(n) for n in args.sizes.split(",")]
+    hybrid = ({int(n) for n in args.hybrid_sizes.split(",")} if args.hybrid_sizes is not None
+              else set(sizes) if args.hybrid else set())
+    rows: list[dict] = []
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "milvus.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
-    (RESULTS / "milvus.md").write_text(_markdown(rows), encoding="utf-8")
+    for n in sizes:
+        rows += run_size(n, n in hybrid)
+        # Written after each size: a long run keeps what it measured.
+        (RESULTS / f"{args.name}.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        (RESULTS / f"{args.name}.md").write_text(_markdown(rows), encoding="utf-8")
     return 0
 
 

@@ -118,8 +118,10 @@ class IndexParts:
         lexical: Returns the lexical index of ``"leaf"`` or ``"summary"`` rows, opened at the first call.
         chunking: The chunker and the summariser.
         dense: The model and the vector store; ``None`` for a lexical-only index.
-        hybrid: ``hybrid(query, vector, n, filt, files, rrf_k) -> [(id, score)]``: an engine that fuses the BM25 and
-            the dense lists itself, in one call (Milvus's ``hybrid_search``); ``None``: they are fused here.
+        hybrid: ``hybrid(query, vector, n, filt, files, rrf_k, *, weights, lexical_weight) -> [(id, score)]``: an
+            engine that fuses the BM25 and the dense lists itself, in one call (Milvus's ``hybrid_search``), by
+            RRF with the lexical list weighted ``lexical_weight`` and the dense one ``1 - lexical_weight``;
+            ``weights`` are the question's term weights (or ``None``); ``None``: the lists are fused here.
     """
 
     spans: SpanStore

@@ -148,6 +148,10 @@ class Ranking:
                 msg = f"Ranking.{name} must be a positive integer, got {value!r}"
                 raise ConfigurationError(msg)
 
+    def fusion_weight(self, shape: str) -> float:
+        """The lexical list's weight in the fusion for a question of ``shape`` (the dense list's is 1 minus it)."""
+        return self.lexical_weight.get(shape, 0.5) if self.adaptive else 0.5
+
     def rules(self) -> tuple[str, ...]:
         """The rules that are on."""
         return tuple(r for r in self.RULES if getattr(self, r))
@@ -197,7 +201,7 @@ def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, f
     if len(names) == 1:
         base = {rid: scores[names[0]].get(rid, 0.0) for rid in ids}
     else:
-        w = ranking.lexical_weight.get(question.shape, 0.5) if ranking.adaptive else 0.5
+        w = ranking.fusion_weight(question.shape)
         weights = {n: (w if n.endswith("lexical") else 1.0 - w) for n in names}
         base = {rid: sum(weights[n] / (ranking.rrf_k + positions[n][rid]) for n in names if rid in positions[n])
                 for rid in ids}

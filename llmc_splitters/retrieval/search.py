@@ -148,7 +148,8 @@ def search(
     lists: dict[str, list[tuple[str, float]]]
     if parts.hybrid is not None and qvec is not None and not multi_stage:
         # The engine fuses BM25 and the vectors itself (Milvus's hybrid_search): one list, ranked by the same rules.
-        lists = {"hybrid": parts.hybrid(query, qvec, n, filt, paths, ranking.rrf_k)}
+        lists = {"hybrid": parts.hybrid(query, qvec, n, filt, paths, ranking.rrf_k, weights=weights,
+                                        lexical_weight=ranking.fusion_weight(question.shape))}
     else:
         lists = {"lexical": lex.search(query, n, filt, paths, weights=weights)}
     if dense is not None and qvec is not None and "hybrid" not in lists:

@@ -12,6 +12,7 @@ is its magnitude, so larger is better on both.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from ..filters import SearchFilter
@@ -37,6 +38,23 @@ def filter_expr(role: str, filt: SearchFilter | None, files: Sequence[str] | Non
     if filt is not None and filt.kind is not None:
         clauses.append(f"kind == {literal(filt.kind)}")
     return " and ".join(clauses)
+
+
+def _query_words(query: str, terms: Sequence[str] | None = None, weights: Mapping[str, float] | None = None
+                 ) -> list[str]:
+    """The BM25 query text's terms: Milvus computes BM25 from query text, so a weighted term is repeated
+    ``round(weight)`` times (at least once) where tantivy multiplies its contribution."""
+    if weights is not None:
+        return [t for t, w in weights.items() if w > 0 for _ in range(max(1, round(w)))]
+    return list(terms) if terms is not None else code_terms(query)
+
+
+def _shares(lexical_weight: float) -> tuple[int, int]:
+    """How many times the BM25 and the dense request go into one ``hybrid_search``: Milvus's RRF ranker sums
+    ``1 / (k + rank)`` over the requests and takes no weight per request, so a list asked ``a`` times weighs ``a``.
+    ``a / (a + b)`` is the weight as a fraction of denominator at most 20 (0.8: 4 and 1; 0.7: 7 and 3)."""
+    share = Fraction(min(max(lexical_weight, 0.0), 1.0)).limit_denominator(20)
+    return share.numerator, share.denominator - share.numerator
 
 
 def _hits(got: Any) -> list[tuple[str, float]]:
@@ -76,10 +94,7 @@ class MilvusLexical:
 
         ``weights`` (term -> weight, from question analysis): Milvus computes BM25 from query text, so a term is
         repeated ``round(weight)`` times (at least once) where tantivy multiplies its contribution."""
-        if weights is not None:
-            words = [t for t, w in weights.items() if w > 0 for _ in range(max(1, round(w)))]
-        else:
-            words = list(terms) if terms is not None else code_terms(query)
+        words = _query_words(query, terms, weights)
         if not words or n <= 0 or (files is not None and not files):
             return []
         self.cols.flush()
@@ -170,20 +185,24 @@ class MilvusVectors:
 
 
 def hybrid_search(cols: Collections, query: str, vector: list[float], n: int, filt: SearchFilter | None,
-                  files: Sequence[str] | None, rrf_k: int) -> list[tuple[str, float]]:
-    """BM25 and the dense vectors fused by RRF on the server (one ``hybrid_search``), as ``(id, rrf score)``."""
+                  files: Sequence[str] | None, rrf_k: int, *, weights: Mapping[str, float] | None = None,
+                  lexical_weight: float = 0.5) -> list[tuple[str, float]]:
+    """BM25 (over the question's weighted terms, as :meth:`MilvusLexical.search`) and the dense vectors fused by
+    weighted RRF on the server, in one ``hybrid_search``, as ``(id, rrf score)``: the lexical list weighs
+    ``lexical_weight`` and the dense one the rest, as the local fusion does. The weights are integer shares of
+    each request (see :func:`_shares`): the scores are the local fusion's times a constant, so the order is its."""
     if n <= 0 or (files is not None and not files):
         return []
     mod = pymilvus()
     cols.flush()
     expr = filter_expr("leaf", filt, files)
     limit = min(n, _MAX_TOPK)
-    reqs = [mod.AnnSearchRequest(data=[vector], anns_field="dense", param={"metric_type": "COSINE"}, limit=limit,
-                                 expr=expr)]
-    words = code_terms(query)
-    if words:
-        reqs.insert(0, mod.AnnSearchRequest(data=[" ".join(words)], anns_field="sparse",
-                                            param={"metric_type": "BM25"}, limit=limit, expr=expr))
+    words = _query_words(query, weights=weights)
+    lexical, dense = _shares(lexical_weight) if words else (0, 1)
+    reqs = [mod.AnnSearchRequest(data=[" ".join(words)], anns_field="sparse", param={"metric_type": "BM25"},
+                                 limit=limit, expr=expr)] * lexical
+    reqs += [mod.AnnSearchRequest(data=[vector], anns_field="dense", param={"metric_type": "COSINE"}, limit=limit,
+                                  expr=expr)] * dense
     got = cols.call("search", cols.client.hybrid_search, cols.rows, reqs, mod.RRFRanker(rrf_k), limit=limit,
                     output_fields=[])
     return _hits(got)

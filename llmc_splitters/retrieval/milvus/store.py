@@ -173,15 +173,17 @@ class MilvusStore:
 
     @property
     def hybrid(self) -> Any:
-        """``hybrid(query, vector, n, filt, files, rrf_k) -> [(id, score)]``: one server-side fused search, or
-        ``None`` with ``fusion="client"`` or a lexical-only collection."""
+        """``hybrid(query, vector, n, filt, files, rrf_k, *, weights, lexical_weight) -> [(id, score)]``: one
+        server-side fused search (:func:`~llmc_splitters.retrieval.milvus.engines.hybrid_search`), or ``None`` with
+        ``fusion="client"`` or a lexical-only collection."""
         if self.fusion != "server" or not self.cols.dimension:
             return None
         cols = self.cols
 
-        def run(query: str, vector: list[float], n: int, filt: SearchFilter | None, files: Any,
-                rrf_k: int) -> list[tuple[str, float]]:
-            return hybrid_search(cols, query, vector, n, filt, files, rrf_k)
+        def run(query: str, vector: list[float], n: int, filt: SearchFilter | None, files: Any, rrf_k: int, *,
+                weights: Any = None, lexical_weight: float = 0.5) -> list[tuple[str, float]]:
+            return hybrid_search(cols, query, vector, n, filt, files, rrf_k, weights=weights,
+                                 lexical_weight=lexical_weight)
 
         return run
 
