@@ -3,6 +3,7 @@
     python -m benchmarks.retriever                    # tune packages, BM25 and hybrid (BM25 + MiniLM), 512/1024/2048
     python -m benchmarks.retriever --split heldout    # the held-out packages (report once, at the end)
     python -m benchmarks.retriever --no-dense         # BM25 only (no model)
+    python -m benchmarks.retriever --milvus           # the same, each index held in Milvus Lite (MilvusStore)
 
 The corpus, queries and metrics are those of ``python -m benchmarks.run`` (a function's first doc sentence as the
 query, the whole function as gold; see :mod:`benchmarks.corpus` and :mod:`benchmarks.metrics`). Every package is
@@ -23,7 +24,7 @@ fully retrieved, line recall, the share of replies with a ``(truncated)`` piece,
 calibration of the confidence: per confidence bucket, the share of queries whose top hit is (a piece of) the gold
 function.
 
-Results: ``benchmarks/results/retriever-<split>.json`` and ``.md``.
+Results: ``benchmarks/results/retriever-<split>.json`` and ``.md`` (``retriever-<split>-milvus`` with ``--milvus``).
 """
 
 from __future__ import annotations
@@ -102,13 +103,22 @@ def _plain(hits: list, files: dict[str, SourceFile], budget: int, marker_tokens:
     return out
 
 
-def evaluate_package(pkg: Package, retriever: str, dense: object, budgets: tuple[int, ...]
-                     ) -> tuple[list[Row], list[Top]]:
+def evaluate_package(pkg: Package, retriever: str, dense: object, budgets: tuple[int, ...],
+                     milvus: Path | None = None) -> tuple[list[Row], list[Top]]:
+    """``milvus``: a directory for a Milvus Lite file per package (the whole index on Milvus); else the local
+    engines."""
     from llmc_splitters.retrieval import CodeRetriever
     from llmc_splitters.retrieval.expand import render_marker
 
     embedding = _embedding_adapter(dense) if retriever == "hybrid" else None
-    r = CodeRetriever(embedding=embedding, max_tokens=CHUNK_TOKENS, max_context_tokens=max(budgets))
+    store = None
+    if milvus is not None:
+        from llmc_splitters.retrieval import MilvusStore
+
+        milvus.mkdir(parents=True, exist_ok=True)
+        name = "".join(c if c.isalnum() else "_" for c in pkg.spec.key)
+        store = MilvusStore(str(milvus / f"{name}.db"), collection=retriever)
+    r = CodeRetriever(embedding=embedding, max_tokens=CHUNK_TOKENS, max_context_tokens=max(budgets), store=store)
     r.index_texts({f.path: f.text for f in pkg.files})
     files = {f.path: f for f in pkg.files}
 
@@ -143,6 +153,8 @@ def evaluate_package(pkg: Package, retriever: str, dense: object, budgets: tuple
                                 float(M.full_hit(f, q, ctx)), None if comp is None else float(comp),
                                 M.line_recall(f, q, ctx), float(truncated), sum(p.tokens for p in ctx)))
     r.index.close()
+    if store is not None:
+        store.close()
     return rows, tops
 
 
@@ -232,8 +244,8 @@ def _f(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def run(corpus: Corpus, *, dense: object, budgets: tuple[int, ...] = BUDGETS, log: Callable[[str], None] = print
-        ) -> dict:
+def run(corpus: Corpus, *, dense: object, budgets: tuple[int, ...] = BUDGETS, log: Callable[[str], None] = print,
+        milvus: Path | None = None) -> dict:
     rows: list[Row] = []
     tops: list[Top] = []
     retrievers = ("bm25", "hybrid") if dense is not None else ("bm25",)
@@ -242,7 +254,7 @@ def run(corpus: Corpus, *, dense: object, budgets: tuple[int, ...] = BUDGETS, lo
             continue
         t0 = time.time()
         for ret in retrievers:
-            got, top = evaluate_package(pkg, ret, dense, budgets)
+            got, top = evaluate_package(pkg, ret, dense, budgets, milvus)
             rows += got
             tops += top
         if dense is not None and hasattr(dense, "save"):
@@ -262,6 +274,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     ap.add_argument("--languages", default=",".join(LANGUAGES))
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--milvus", action="store_true",
+                    help="hold each index in Milvus Lite (MilvusStore) instead of the local engines")
     args = ap.parse_args(argv)
     from dataclasses import replace
 
@@ -272,13 +286,21 @@ def main(argv: list[str] | None = None) -> None:
         from .retrieval import Dense
 
         dense = Dense(CACHE_DIR / "embeddings-minilm.pkl")
-    results = run(corpus, dense=dense, budgets=tuple(int(b) for b in args.budgets.split(",")))
+    budgets = tuple(int(b) for b in args.budgets.split(","))
+    if args.milvus:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="llmc-retriever-milvus-") as tmp:
+            results = run(corpus, dense=dense, budgets=budgets, milvus=Path(tmp))
+    else:
+        results = run(corpus, dense=dense, budgets=budgets)
+    name = f"retriever-{args.split}" + ("-milvus" if args.milvus else "")
     results.update(split=args.split, date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    command=" ".join(["python -m benchmarks.retriever", *(sys.argv[1:] if argv is None else argv)]),
                    machine=f"{platform.platform()}, Python {platform.python_version()}")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"retriever-{args.split}.json").write_text(json.dumps(results, indent=1) + "\n")
-    (args.out / f"retriever-{args.split}.md").write_text(render(results))
+    (args.out / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
+    (args.out / f"{name}.md").write_text(render(results))
     print(render(results))
 
 
