@@ -110,7 +110,7 @@ def test_a_failed_write_is_reported_and_redone_without_duplicates(tmp_path, monk
 
 def test_workers_setting_is_validated(tmp_path):
     idx = CodeIndex(tmp_path / "db", max_tokens=64)
-    for bad in (0, -1, 1.5, "2", True):
+    for bad in (0, -1, 1.5, "2", "Auto", True):
         with pytest.raises(ConfigurationError, match=f"workers must be a positive integer.*{bad!r}"):
             idx.index_texts({"a.py": "x = 1\n"}, workers=bad)
     lam = CodeIndex(tmp_path / "db2", chunker=ASTChunker(tokenizer=lambda s: len(s)))

@@ -224,6 +224,35 @@ def test_workers_store_exactly_what_one_process_stores(tmp_path):
     assert sorted(again.unchanged) == sorted(r1.added) and not again.added
 
 
+def test_auto_workers_chunk_in_a_pool_only_for_many_files_and_a_lexical_index(tmp_path, monkeypatch):
+    from fakes import stored_rows
+
+    from llmc_splitters.retrieval import CodeIndex, HashingEmbedding, indexing
+
+    pools = []
+    real = indexing.chunk_in_processes
+    monkeypatch.setattr(indexing, "chunk_in_processes",
+                        lambda payload, items, workers: pools.append(workers) or real(payload, items, workers))
+    monkeypatch.setattr(indexing.os, "cpu_count", lambda: 2)
+    root = _tree(tmp_path / "src")
+    n_files = len(list(root.rglob("*.*")))
+    monkeypatch.setattr(indexing, "AUTO_MIN_FILES", n_files)  # exactly enough files to chunk
+    one = CodeIndex(tmp_path / "one", max_tokens=200)
+    auto = CodeIndex(tmp_path / "auto", max_tokens=200)
+    r1 = one.index_directory(root)
+    r2 = auto.index_directory(root, workers="auto")
+    assert pools == [2]  # one worker per core
+    assert r1.added == r2.added and stored_rows(one) == stored_rows(auto)
+    # One file changed: too few to start a pool, chunked in this process.
+    (root / "textwrap.py").write_text((root / "textwrap.py").read_text() + "\n\ndef late():\n    return 1\n")
+    assert auto.index_directory(root, workers="auto").updated == ["textwrap.py"]
+    assert pools == [2]
+    # With a model the cores are the model's: no pool, whatever the number of files.
+    dense = CodeIndex(tmp_path / "dense", max_tokens=200, embedding=HashingEmbedding(32))
+    assert sorted(dense.index_directory(root, workers="auto").added) == sorted(r1.added)
+    assert pools == [2]
+
+
 def test_a_worker_that_dies_fails_only_its_file(tmp_path):
     from fakes import stored_rows
 

@@ -37,6 +37,11 @@ from .milvus import milvus_store, recorded_of, write_manifest
 __all__ = ["add_parser", "run"]
 
 
+def _workers(text: str) -> int | str:
+    """An ``argparse`` type: ``auto`` or a positive integer."""
+    return "auto" if text == "auto" else positive(text)
+
+
 def add_parser(sub: Any) -> None:
     """The ``index`` command's arguments."""
     p = sub.add_parser("index", help="index a source tree (incremental)",
@@ -79,8 +84,10 @@ def add_parser(sub: Any) -> None:
                    help="keep indexed files that are no longer selected (default: the index mirrors the tree)")
     p.add_argument("--reset", action="store_true",
                    help="delete the index first (to change the embedding, or rebuild an index of another version)")
-    p.add_argument("--workers", type=positive, default=1,
-                   help="chunk in this many worker processes (default 1); writes stay in one process")
+    p.add_argument("--workers", type=_workers, default="auto",
+                   help="chunk in this many worker processes, or 'auto' (the default: one per core, at most 4, "
+                   "for a lexical index when 64 or more files need chunking; else none); writes stay in one "
+                   "process")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--watch", action="store_true",
                    help="then follow the tree: re-index files as they change, until Ctrl-C (needs watchdog: the "

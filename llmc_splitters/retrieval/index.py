@@ -369,7 +369,7 @@ class CodeIndex:
 
     # -------------------------------------------------------------------------------------------- indexing
 
-    def index_texts(self, files: Mapping[str, str], *, prune: bool = False, workers: int = 1) -> IndexReport:
+    def index_texts(self, files: Mapping[str, str], *, prune: bool = False, workers: int | str = 1) -> IndexReport:
         """Index in-memory files ``{path: text}``; unchanged files are skipped.
 
         Args:
@@ -397,7 +397,7 @@ class CodeIndex:
         paths: Iterable[str | os.PathLike[str]],
         *,
         root: str | os.PathLike[str] | None = None,
-        workers: int = 1,
+        workers: int | str = 1,
     ) -> IndexReport:
         """Index files from disk; unchanged files are not read (their size and modification time match).
 
@@ -414,6 +414,8 @@ class CodeIndex:
                 pool: a script calling this must guard its entry point with ``if __name__ == "__main__":``); the
                 chunker is pickled and sent to them. Reading, embedding and every write stay in this process, and
                 the result is the same as with ``workers=1``. A worker that dies fails only its file.
+                ``"auto"`` (what the ``index`` command does): one worker per core, at most 4, when the index has
+                no model and at least 64 files need chunking; else this process.
 
         Returns:
             An :class:`IndexReport`.
@@ -440,7 +442,7 @@ class CodeIndex:
         include: Sequence[str] = DEFAULT_INCLUDE,
         exclude: Sequence[str] = (),
         prune: bool = True,
-        workers: int = 1,
+        workers: int | str = 1,
     ) -> IndexReport:
         """Index every matching file under ``root``, storing paths relative to it.
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import signal
 import threading
@@ -50,6 +51,10 @@ from .workers import chunk, chunk_in_processes
 __all__ = ["IndexInterrupted", "IndexReport", "Indexer", "Item", "read_text", "stat_of"]
 
 _GROUP_FILES = 32
+AUTO_MIN_FILES = 64
+"""With ``workers="auto"``, at least this many files to chunk start a pool of worker processes."""
+AUTO_MAX_WORKERS = 4
+"""With ``workers="auto"``, at most this many worker processes (one per core)."""
 _GROUP_ROWS = 4000
 # A lexical-index commit syncs the disk (~0.1 s): groups written within this many seconds share one.
 _LEXICAL_COMMIT_SECONDS = 1.0
@@ -193,16 +198,27 @@ class Indexer:
 
     # ------------------------------------------------------------------------------------------- the stream
 
-    def run(self, items: Iterable[Item], report: IndexReport, workers: int) -> None:
-        """Index ``items``; failures go to the report. Raises :class:`IndexInterrupted` on SIGINT/SIGTERM."""
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            msg = f"workers must be a positive integer (1: chunk in this process), got {workers!r}"
+    def run(self, items: Iterable[Item], report: IndexReport, workers: int | str) -> None:
+        """Index ``items``; failures go to the report. Raises :class:`IndexInterrupted` on SIGINT/SIGTERM.
+
+        ``workers="auto"``: chunk in one worker process per core (at most :data:`AUTO_MAX_WORKERS`) when the index
+        has no model and at least :data:`AUTO_MIN_FILES` files need chunking, else in this process: a pool's start
+        costs about a second, and with a model the cores are the model's (chunking here overlaps its encoding)."""
+        if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+            msg = f"workers must be a positive integer (1: chunk in this process) or 'auto', got {workers!r}"
             raise ConfigurationError(msg)
         self.catch_up()
         markers = self.store.markers()
         fp = self.parts.chunking.fingerprint
         with _StopFlag() as stop, self._committing():
-            todo = self._changed(items, markers, fp, report, stop)
+            todo: Iterator[Item] = self._changed(items, markers, fp, report, stop)
+            if workers == "auto":
+                # The first files that need chunking decide: a few changed files are chunked here.
+                head = list(itertools.islice(todo, AUTO_MIN_FILES))
+                cores = os.cpu_count() or 1
+                wide = len(head) >= AUTO_MIN_FILES and cores > 1 and self.parts.dense is None
+                workers = min(cores, AUTO_MAX_WORKERS) if wide else 1
+                todo = itertools.chain(head, todo)
             source: Iterable[tuple[Item, SpanTree | str | None]]
             if workers == 1:
                 source = ((it, None) for it in todo)
