@@ -42,7 +42,7 @@ from ..chunking.span import SpanTree
 from ..errors import ConfigurationError, LlmcError
 from .lexical_index import LexDoc, lexical_text
 from .parts import Dense, HasParts, IndexParts, parts_of
-from .records import PreparedFile, build_file, embed_source, sha
+from .records import PreparedFile, build_file, embed_source, sha, split_note
 from .spanstore import LEXICAL, VECTORS, SpanRow
 from .group_writer import GroupWriter
 from .store import Record, vector_metadata
@@ -278,7 +278,7 @@ class Indexer:
             return None
         try:
             tree = outcome if outcome is not None else chunk(chunking.chunker, it.path, it.text or "")
-            how = _split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass")))
+            how = split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass")))
             if how:
                 report.split[it.path] = how
             return build_file(it.path, it.text or "", tree, file_hash=sha(it.text or ""), settings=fp,
@@ -517,19 +517,6 @@ class Indexer:
                                     for r in rows])
             self.store.done(part, VECTORS)
         self._delete_stale(dense)
-
-
-def _split_note(tree: SpanTree, nbytes: int) -> str | None:
-    """How a file was cut when it was not parsed whole (from its root span's metadata)."""
-    md = tree.root.metadata
-    mb = f"{nbytes / 1e6:.1f} MB"
-    if md.get("fallback") == "too_large":
-        return f"{mb}, over the chunker's max_file_bytes: not parsed, cut by lines and tokens"
-    if md.get("windows"):
-        return f"{mb}: parsed and chunked in {md['windows']} windows of about 1 MB, one tree at a time"
-    if md.get("degraded") == "wide_error":
-        return f"{mb}: a syntax error spans most of the file: cut by lines and tokens inside it"
-    return None
 
 
 def read_text(path: Path, errors: str) -> tuple[str | None, str | None, int]:

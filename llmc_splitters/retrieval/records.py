@@ -32,7 +32,7 @@ from .lexical_index import LexDoc, lexical_text
 from .span_schema import FileMarker, FileWrite, SpanRow
 
 __all__ = ["FileSummaryInput", "PreparedFile", "build_file", "derived_id", "embed_source", "embedding_view",
-           "leaf_view", "sha"]
+           "leaf_view", "sha", "split_note"]
 
 _NS = uuid.UUID("1d6c7c1e-5f0a-4c55-8a59-4b1f3f0e9a21")
 
@@ -430,3 +430,16 @@ def _summary_span(sid: str, target: Span, kind: str, name: str | None, text: str
     return Span(sid, target.path, target.language, kind, name, text, target.start_byte, target.end_byte,
                 target.start_char, target.end_char, target.start_line, target.end_line, target.id, 0,
                 {"target_id": target.id})
+
+
+def split_note(tree: SpanTree, nbytes: int) -> str | None:
+    """How a file was cut when it was not parsed whole (from its root span's metadata)."""
+    md = tree.root.metadata
+    mb = f"{nbytes / 1e6:.1f} MB"
+    if md.get("fallback") == "too_large":
+        return f"{mb}, over the chunker's max_file_bytes: not parsed, cut by lines and tokens"
+    if md.get("windows"):
+        return f"{mb}: parsed and chunked in {md['windows']} windows of about 1 MB, one tree at a time"
+    if md.get("degraded") == "wide_error":
+        return f"{mb}: a syntax error spans most of the file: cut by lines and tokens inside it"
+    return None
