@@ -30,6 +30,7 @@ from ..spanstore import StoreError
 __all__ = ["FORMAT", "MilvusStoreError", "connect", "literal", "pack_text", "pymilvus", "unpack_text"]
 
 FORMAT = "llmc-milvus/1"
+_QUERY_WINDOW = 16384  # Milvus's largest limit (offset + limit) of one query
 _MAX = 65535  # Milvus's longest VARCHAR, in bytes
 _PATH = 4096
 _PACKED = "\x00z:"  # a text stored compressed (too long for a VARCHAR, or holding lone surrogates)
@@ -282,10 +283,12 @@ class Collections:
     # ------------------------------------------------------------------------------------------------ reads
 
     def query(self, collection: str, expr: str, fields: Sequence[str], limit: int | None = None) -> list[dict]:
-        """Rows passing ``expr`` (at most ``limit``; every one without a limit, read in pages)."""
-        if limit is not None:
-            return list(self.call("read", self.client.query, collection, filter=expr, output_fields=list(fields),
-                                  limit=limit))
+        """Rows passing ``expr`` (at most ``limit``; every one without a limit: one query when they are fewer than
+        Milvus's query window, else read in pages by an iterator, whose set-up alone is a call to the server)."""
+        got = list(self.call("read", self.client.query, collection, filter=expr, output_fields=list(fields),
+                             limit=_QUERY_WINDOW if limit is None else limit))
+        if limit is not None or len(got) < _QUERY_WINDOW:
+            return got
         return list(self.iterate(collection, expr, fields))
 
     def iterate(self, collection: str, expr: str, fields: Sequence[str]) -> Iterator[dict]:
