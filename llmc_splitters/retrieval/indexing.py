@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from ..chunking.inputs import decode
-from ..chunking.span import SpanTree
 from ..errors import ConfigurationError, LlmcError
 from .lexical_index import LexDoc, lexical_text
 from .parts import Dense, HasParts, IndexParts, parts_of
@@ -46,7 +45,7 @@ from .records import PreparedFile, build_file, embed_source, sha, split_note
 from .spanstore import LEXICAL, VECTORS, SpanRow
 from .group_writer import GroupWriter
 from .store import Record, vector_metadata
-from .workers import chunk, chunk_in_processes
+from .workers import Outcome, chunk, chunk_in_processes
 
 __all__ = ["IndexInterrupted", "IndexReport", "Indexer", "Item", "read_text", "stat_of"]
 
@@ -219,17 +218,18 @@ class Indexer:
                 wide = len(head) >= AUTO_MIN_FILES and cores > 1 and self.parts.dense is None
                 workers = min(cores, AUTO_MAX_WORKERS) if wide else 1
                 todo = itertools.chain(head, todo)
-            source: Iterable[tuple[Item, SpanTree | str | None]]
+            source: Iterable[tuple[Item, Outcome | None]]
             if workers == 1:
                 source = ((it, None) for it in todo)
             else:
-                payload = self.parts.chunking.payload(workers)
+                # A lexical index (nothing to embed): the workers lay the files out too.
+                payload = self.parts.chunking.payload(workers, layout=fp if self.parts.dense is None else None)
                 texts = {}
 
-                def pairs() -> Iterator[tuple[str, str]]:
+                def pairs() -> Iterator[tuple[str, str, tuple[int, int] | None]]:
                     for it in todo:
                         texts[it.path] = it
-                        yield it.path, it.text or ""
+                        yield it.path, it.text or "", it.stat
 
                 source = ((texts.pop(p), outcome) for p, _, outcome in chunk_in_processes(payload, pairs(), workers))
             writer = GroupWriter(self.open_engines, functools.partial(self.embed_group, report=report),
@@ -245,7 +245,7 @@ class Indexer:
                 report.interrupted = stop.signal_name
                 raise IndexInterrupted(report, stop.signal_name)
 
-    def _prepare(self, source: Iterable[tuple[Item, SpanTree | str | None]], markers: dict[str, Any], fp: str,
+    def _prepare(self, source: Iterable[tuple[Item, Outcome | None]], markers: dict[str, Any], fp: str,
                  report: IndexReport, stop: _StopFlag, writer: GroupWriter) -> None:
         """Chunk and lay out each file of ``source``; hand each full group to ``writer``."""
         group: list[PreparedFile] = []
@@ -269,13 +269,18 @@ class Indexer:
                 group = []
         writer.submit(group)
 
-    def _prepare_one(self, it: Item, outcome: SpanTree | str | None, fp: str,
-                     report: IndexReport) -> PreparedFile | None:
-        """Chunk (unless ``outcome`` is the tree or a failure) and lay out one file; ``None`` when it failed."""
+    def _prepare_one(self, it: Item, outcome: Outcome | None, fp: str, report: IndexReport) -> PreparedFile | None:
+        """Chunk and lay out one file, unless a worker did (``outcome``: its tree, its layout, or why it failed);
+        ``None`` when it failed."""
         chunking, dense = self.parts.chunking, self.parts.dense
         if isinstance(outcome, str):
             report.failed[it.path] = outcome
             return None
+        if isinstance(outcome, tuple):
+            prepared, how = outcome
+            if how:
+                report.split[it.path] = how
+            return prepared
         try:
             tree = outcome if outcome is not None else chunk(chunking.chunker, it.path, it.text or "")
             how = split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass")))

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,12 +69,19 @@ class Chunking:
         """What a file's marker records of the settings it was chunked under (:func:`settings_fingerprint`)."""
         return settings_fingerprint(self.chunker)
 
-    def payload(self, workers: int) -> bytes:
-        """The chunker, pickled to send it to ``workers`` worker processes.
+    def payload(self, workers: int, *, layout: str | None = None) -> bytes:
+        """The chunker, pickled to send it to ``workers`` worker processes; with ``layout`` (the settings
+        fingerprint), a :class:`~llmc_splitters.retrieval.workers.Layout` of it and the summariser, so the workers
+        lay the files out too (when the summariser cannot be pickled, the chunker alone).
 
         Raises:
-            ConfigurationError: It cannot be pickled (the message says what to do instead).
+            ConfigurationError: The chunker cannot be pickled (the message says what to do instead).
         """
+        if layout is not None:
+            from .workers import Layout
+
+            with contextlib.suppress(Exception):  # pickling raises PicklingError, TypeError, AttributeError...
+                return pickle.dumps(Layout(self.chunker, layout, self.summarizer))
         try:
             return pickle.dumps(self.chunker)
         except Exception as exc:  # noqa: BLE001 - pickling raises PicklingError, TypeError, AttributeError...

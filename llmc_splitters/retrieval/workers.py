@@ -1,5 +1,9 @@
 """Chunking in worker processes: a ``spawn`` pool that chunks files while the calling process embeds and writes.
 
+Sent a :class:`Layout` instead of a bare chunker (a lexical index: nothing to embed), a worker also lays each file
+out as the index stores it (:func:`~llmc_splitters.retrieval.records.build_file`: rows, bindings, summaries, lexical
+terms), so the calling process only writes.
+
 Results come back in input order with a bounded number of files in flight. A worker that dies (a crash in native
 code) fails only the file it was chunking: the files in flight are redone one at a time in a fresh pool to find
 it. Workers ignore SIGINT, so that Ctrl-C reaches only the calling process, which finishes the files it holds
@@ -15,15 +19,40 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Any
 
 from ..chunking.span import Span, SpanTree
 from ..errors import LlmcError, UnsupportedInputError
+from .records import FileSummaryInput, PreparedFile, build_file, sha, split_note
 
-__all__ = ["chunk", "chunk_in_processes"]
+__all__ = ["Layout", "chunk", "chunk_in_processes"]
+
+Stat = tuple[int, int] | None
+Outcome = SpanTree | str | tuple[PreparedFile, str | None]
+"""A file's tree, the reason it failed, or (with a :class:`Layout`) the file laid out and how it was cut."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a worker needs to lay files out as the index does (see the module docstring)."""
+
+    chunker: Any
+    settings: str
+    summarizer: Callable[[FileSummaryInput], str] | None = None
+
+    def prepare(self, path: str, text: str, stat: Stat) -> tuple[str, Any]:
+        """``("prepared", (PreparedFile, split note))`` or ``("error", reason)``."""
+        try:
+            tree = chunk(self.chunker, path, text)
+            prepared = build_file(path, text, tree, file_hash=sha(text), settings=self.settings, stat=stat,
+                                  summarizer=self.summarizer)
+        except LlmcError as exc:
+            return "error", str(exc)
+        return "prepared", (prepared, split_note(tree, len(text.encode("utf-8", "surrogatepass"))))
 
 
 def chunk(chunker: Any, path: str, text: str) -> SpanTree:
@@ -57,13 +86,13 @@ def _tree_from_rows(rows: Mapping[str, Any]) -> SpanTree:
     return SpanTree.build(spans, [by_id[i] for i in rows["leaves"]])
 
 
-_worker_chunker: Any = None
+_worker_job: Any = None  # the chunker, or a Layout
 
 
 def _worker_init(payload: bytes, parent_pid: int) -> None:
-    """Set up a chunking worker: unpickle the chunker once; exit when the parent process is gone."""
-    global _worker_chunker  # noqa: PLW0603 - one chunker per worker process
-    _worker_chunker = pickle.loads(payload)  # noqa: S301 - pickled by the parent process a moment ago
+    """Set up a chunking worker: unpickle its chunker (or :class:`Layout`) once; exit when the parent is gone."""
+    global _worker_job  # noqa: PLW0603 - one chunker per worker process
+    _worker_job = pickle.loads(payload)  # noqa: S301 - pickled by the parent process a moment ago
     # Ctrl-C is the parent's to handle: it finishes the files it holds, then shuts the pool down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -87,14 +116,18 @@ def _discard(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _worker_chunk(path: str, text: str) -> tuple[str, Any]:
-    return _chunk_rows(_worker_chunker, path, text)
+def _worker_chunk(path: str, text: str, stat: Stat) -> tuple[str, Any]:
+    if isinstance(_worker_job, Layout):
+        return _worker_job.prepare(path, text, stat)
+    return _chunk_rows(_worker_job, path, text)
 
 
 def chunk_in_processes(
-    payload: bytes, items: Iterator[tuple[str, str]], workers: int
-) -> Iterator[tuple[str, str, SpanTree | str]]:
-    """Chunk ``(path, text)`` items in a ``spawn`` process pool; yield ``(path, text, tree or failure reason)``.
+    payload: bytes, items: Iterator[tuple[str, str, Stat]], workers: int
+) -> Iterator[tuple[str, str, Outcome]]:
+    """Chunk ``(path, text, stat)`` items in a ``spawn`` process pool; yield ``(path, text, outcome)``: the tree
+    or the failure reason, or, when ``payload`` is a pickled :class:`Layout`, the file laid out (``stat`` is its
+    marker's size and modification time) with its split note.
 
     Results come back in input order, with at most ``2 * workers`` files in flight. If a worker dies (the pool
     breaks), the files that were in flight are chunked again one at a time in a fresh pool, so only the file that
@@ -108,33 +141,33 @@ def chunk_in_processes(
 
     pool = new_pool()
 
-    def submit(path: str, text: str) -> Future[tuple[str, Any]]:
+    def submit(path: str, text: str, stat: Stat) -> Future[tuple[str, Any]]:
         # A pool can break between two results: a submit to it fails like the files in flight do.
         try:
-            return pool.submit(_worker_chunk, path, text)
+            return pool.submit(_worker_chunk, path, text, stat)
         except BrokenProcessPool as exc:
             failed: Future[tuple[str, Any]] = Future()
             failed.set_exception(exc)
             return failed
 
-    inflight: deque[tuple[str, str, Future[tuple[str, Any]], bool]] = deque()  # (path, text, future, alone)
-    suspects: deque[tuple[str, str]] = deque()
+    inflight: deque[tuple[str, str, Stat, Future[tuple[str, Any]], bool]] = deque()  # (..., future, alone)
+    suspects: deque[tuple[str, str, Stat]] = deque()
     try:
         while True:
             if suspects:
                 # Files that were in flight when a worker died go one at a time, to find the one that kills it.
                 if not inflight:
-                    path, text = suspects.popleft()
-                    inflight.append((path, text, submit(path, text), True))
+                    path, text, stat = suspects.popleft()
+                    inflight.append((path, text, stat, submit(path, text, stat), True))
             else:
                 while len(inflight) < 2 * workers:
                     nxt = next(items, None)
                     if nxt is None:
                         break
-                    inflight.append((nxt[0], nxt[1], submit(nxt[0], nxt[1]), False))
+                    inflight.append((*nxt, submit(*nxt), False))
             if not inflight:
                 return
-            path, text, fut, alone = inflight.popleft()
+            path, text, stat, fut, alone = inflight.popleft()
             try:
                 status, value = fut.result()
             except BrokenProcessPool as exc:
@@ -143,8 +176,8 @@ def chunk_in_processes(
                 if alone:
                     yield path, text, f"could not chunk {path}: the chunking process died ({exc})"
                 else:
-                    suspects.append((path, text))
-                    suspects.extend((p, t) for p, t, _, _ in inflight)
+                    suspects.append((path, text, stat))
+                    suspects.extend((p, t, st) for p, t, st, _, _ in inflight)
                     inflight.clear()
                 continue
             except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be unpickled: that file fails
