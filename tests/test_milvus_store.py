@@ -189,6 +189,8 @@ def test_incremental_edit_delete_and_reopen(lite, tmp_path):
     third = idx.index_directory(tree)
     assert third.updated == ["pkg/mail.py"] and third.removed == ["app.js"]
     assert idx.lexical("leaf").stats(["smtp", "post"])[1] == {"smtp": 0, "post": 1}  # counted afresh after writes
+    # The leaf count (from the markers) follows the edit and the delete as the rows do.
+    assert idx.lexical("leaf").stats([])[0] == store.cols.count(store.cols.rows, 'role == "leaf"') == 2
     assert [h.span.name for h in idx.search("send letter").hits][:1] == ["send_letter"]
     assert all("smtp" not in h.span.text for h in idx.search("send mail smtp").hits)
     assert all(h.span.path != "app.js" for h in idx.search("fetch user").hits)

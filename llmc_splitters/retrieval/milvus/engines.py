@@ -17,11 +17,10 @@ from typing import Any
 
 from ..filters import SearchFilter
 from ..lexical import code_terms
-from .client import Collections, in_list, literal, pymilvus
+from .client import MAX_LIMIT, Collections, in_list, literal, pymilvus
 
 __all__ = ["MilvusLexical", "MilvusVectors", "filter_expr", "hybrid_search"]
 
-_MAX_TOPK = 16384  # Milvus's largest limit of one search
 _MAX_CACHED_TERMS = 50_000  # term frequencies kept between writes (then counted afresh)
 
 
@@ -99,7 +98,7 @@ class MilvusLexical:
             return []
         self.cols.flush()
         got = self.cols.call("search", self.cols.client.search, self.cols.rows, data=[" ".join(words)],
-                             anns_field="sparse", limit=min(n, _MAX_TOPK), filter=filter_expr(self.role, filt, files),
+                             anns_field="sparse", limit=min(n, MAX_LIMIT), filter=filter_expr(self.role, filt, files),
                              search_params={"metric_type": "BM25"}, output_fields=[])
         out = _hits(got)
         out.sort(key=lambda r: (-round(r[1], 6), r[0]))
@@ -117,7 +116,7 @@ class MilvusLexical:
         words = list(dict.fromkeys(terms))
         role = f"role == {literal(self.role)}"
         if self._rows is None or self._rows[0] != self.cols.writes:  # counted again after this client wrote
-            self._rows = (self.cols.writes, self.cols.count(self.cols.rows, role))
+            self._rows = (self.cols.writes, self.count())
         n_rows = self._rows[1]
         if self._df[0] != self.cols.writes or len(self._df[1]) > _MAX_CACHED_TERMS:
             self._df = (self.cols.writes, {})
@@ -125,7 +124,7 @@ class MilvusLexical:
         todo = [t for t in words if t not in known]
         if todo and n_rows:
             self.cols.flush()
-            limit = min(n_rows, _MAX_TOPK)
+            limit = min(n_rows, MAX_LIMIT)
             got = self.cols.call("search", self.cols.client.search, self.cols.rows, data=todo, anns_field="sparse",
                                  limit=limit, filter=role, search_params={"metric_type": "BM25"}, output_fields=[])
             for t, hits in zip(todo, got):
@@ -139,6 +138,11 @@ class MilvusLexical:
         return {r["id"] for r in self.cols.iterate(self.cols.rows, f"role == {literal(self.role)}", ["id"])}
 
     def count(self) -> int:
+        """The rows of this role. The leaves are the sum of the complete files' leaf counts, read from their markers
+        without a filter: Milvus Lite counts by a filter with a scan (26,000 leaves of 1,000 files: 1.9 s against
+        0.05 s)."""
+        if self.role == "leaf":
+            return sum(int(r["n_leaves"]) for r in self.cols.query(self.cols.files, "", ["n_leaves"]))
         return self.cols.count(self.cols.rows, f"role == {literal(self.role)}")
 
 
@@ -176,7 +180,7 @@ class MilvusVectors:
             return []
         self.cols.flush()
         got = self.cols.call("search", self.cols.client.search, self.cols.rows, data=[vector], anns_field="dense",
-                             limit=min(n, _MAX_TOPK), filter=filter_expr(role, filt, files),
+                             limit=min(n, MAX_LIMIT), filter=filter_expr(role, filt, files),
                              search_params={"metric_type": "COSINE"}, output_fields=[])
         return [(i, float(s)) for i, s in ((h["id"], h["distance"]) for h in (got[0] if got else []))]
 
@@ -196,7 +200,7 @@ def hybrid_search(cols: Collections, query: str, vector: list[float], n: int, fi
     mod = pymilvus()
     cols.flush()
     expr = filter_expr("leaf", filt, files)
-    limit = min(n, _MAX_TOPK)
+    limit = min(n, MAX_LIMIT)
     words = _query_words(query, weights=weights)
     lexical, dense = _shares(lexical_weight) if words else (0, 1)
     reqs = [mod.AnnSearchRequest(data=[" ".join(words)], anns_field="sparse", param={"metric_type": "BM25"},

@@ -22,7 +22,7 @@ from ..filters import ancestor_dirs
 from ..lexical_index import row_lexical_text
 from ..span_schema import FileMarker, FileWrite, SpanRow
 from ..spanstore import IndexNotFoundError
-from .client import Collections, fit_terms, in_list, literal, pack_text, unpack_text
+from .client import Collections, fit_terms, in_list, key_is, literal, pack_text, unpack_text
 
 __all__ = ["MilvusSpans", "milvus_row"]
 
@@ -130,7 +130,7 @@ class MilvusSpans:
     # ------------------------------------------------------------------------------------------------- meta
 
     def get_meta(self, key: str) -> str | None:
-        got = self.cols.query(self.cols.meta, f"key == {literal(key)}", ["value"], limit=1) if self.exists else []
+        got = self.cols.query(self.cols.meta, key_is("key", key), ["value"], limit=1) if self.exists else []
         return unpack_text(got[0]["value"]) if got else self._on_create.get(key)
 
     def set_meta(self, key: str, value: str) -> None:
@@ -160,14 +160,16 @@ class MilvusSpans:
         # come: one delete per batch of files, as a filtered delete scans the collection (one per file made
         # indexing quadratic in the rows: 4,000 files took over 20 minutes on Milvus Lite).
         batch: list[FileWrite] = []
+        kept = 0  # rows of the batch: ids its delete keeps
         for i, w in enumerate(writes):
             batch.append(w)
-            if i + 1 == len(writes) or sum(len(b.rows) for b in batch) + len(writes[i + 1].rows) > _DELETE_IDS:
+            kept += len(w.rows)
+            if i + 1 == len(writes) or kept + len(writes[i + 1].rows) > _DELETE_IDS:
                 new = [r.span.id for b in batch for r in b.rows]
                 expr = in_list("file", [b.marker.path for b in batch]) + \
                     (f" and not ({in_list('id', new)})" if new else "")
                 self.cols.delete(self.cols.rows, expr)
-                batch = []
+                batch, kept = [], 0
         self.cols.upsert(self.cols.files, [{
             "path": m.path, "hash": m.hash, "settings": m.settings, "language": m.language, "size": m.size,
             "mtime_ns": m.mtime_ns, "n_spans": m.n_spans, "n_leaves": m.n_leaves,
@@ -188,7 +190,7 @@ class MilvusSpans:
         self.set_meta("updated_at", repr(time.time()))
 
     def touch(self, path: str, size: int, mtime_ns: int) -> None:
-        got = self.cols.query(self.cols.files, f"path == {literal(path)}", [*_MARKER_FIELDS, "bindings"], limit=1)
+        got = self.cols.query(self.cols.files, key_is("path", path), [*_MARKER_FIELDS, "bindings"], limit=1)
         if got:
             row = dict(got[0], size=size, mtime_ns=mtime_ns, v=self.cols.placeholder())
             self.cols.upsert(self.cols.files, [row])
@@ -252,7 +254,7 @@ class MilvusSpans:
             if self.exists else {}
 
     def marker(self, path: str) -> FileMarker | None:
-        got = self.cols.query(self.cols.files, f"path == {literal(path)}", _MARKER_FIELDS, limit=1)
+        got = self.cols.query(self.cols.files, key_is("path", path), _MARKER_FIELDS, limit=1)
         return _marker(got[0]) if got else None
 
     def paths(self, *, prefix: str | None = None, glob: str | None = None) -> list[str]:
@@ -312,8 +314,10 @@ class MilvusSpans:
                      if fnmatch.fnmatchcase(r["file"], glob)), None)
 
     def bindings(self, path: str) -> list[dict[str, Any]]:
-        file = self.file_of(path)
-        got = self.cols.query(self.cols.files, f"path == {literal(file)}", ["bindings"], limit=1) if file else []
+        # Most documents are files: their marker is read by key; a notebook cell's file is looked up by a scan.
+        got = self.cols.query(self.cols.files, key_is("path", path), ["bindings"], limit=1)
+        if not got and (file := self.file_of(path)) is not None:
+            got = self.cols.query(self.cols.files, key_is("path", file), ["bindings"], limit=1)
         return json.loads(unpack_text(got[0]["bindings"])).get(path, []) if got else []
 
     def file_of(self, path: str) -> str | None:
@@ -402,7 +406,7 @@ class MilvusSpans:
         return [_span(r) for r in self._rows(expr)]
 
     def leaves_under(self, span_id: str) -> list[str]:
-        got = self.cols.query(self.cols.rows, f"id == {literal(span_id)}", ["path", "start_byte", "end_byte"], limit=1)
+        got = self.cols.query(self.cols.rows, key_is("id", span_id), ["path", "start_byte", "end_byte"], limit=1)
         if not got:
             return []
         g = got[0]
