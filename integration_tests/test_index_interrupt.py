@@ -112,6 +112,7 @@ DRIVER = textwrap.dedent(
         embedding = Counting(64) if os.environ.get("LLMC_EMBED") == "1" else None
         if os.environ.get("LLMC_GROUP"):
             indexing._GROUP_FILES = int(os.environ["LLMC_GROUP"])  # smaller write groups: more kill points
+            indexing._FIRST_GROUP_FILES = indexing._GROUP_FILES  # all of one size: the kill points below
             indexing._LEXICAL_COMMIT_SECONDS = 0.0  # and a lexical commit per group: kill points that do not move
         idx = CodeIndex(db, embedding=embedding, max_tokens=256)
         at_open = {"paths": len(idx.paths), "pending": idx.span_store.pending(3)}

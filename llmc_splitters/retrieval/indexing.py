@@ -10,8 +10,9 @@ For each file (from disk or from memory):
 3. **Embed**, batched across the files of a group. Views whose vector is already cached (by content hash: the
    same text embedded before, by this or an interrupted run, under any path) are not embedded again; new vectors
    are cached at once, in their own transaction, so no run pays for them twice.
-4. **Write** a group (up to 32 files / 4,000 rows) in one span-store transaction, then bring the lexical index and
-   the vector store up to date and clear the group's ``pending`` rows (see :mod:`.spanstore`).
+4. **Write** a group (up to 32 files / 4,000 rows; the first groups 1, 2, 4, ... files, so the model starts on
+   the first file) in one span-store transaction, then bring the lexical index and the vector store up to date and
+   clear the group's ``pending`` rows (see :mod:`.spanstore`).
 
 Steps 3 and 4 run on two threads of their own, each one group at a time and in order, while the calling thread
 chunks the next files (at most two groups wait at each step): SQLite, tantivy, the vector store and the embedding
@@ -55,6 +56,7 @@ AUTO_MIN_FILES = 64
 AUTO_MAX_WORKERS = 4
 """With ``workers="auto"``, at most this many worker processes (one per core)."""
 _GROUP_ROWS = 4000
+_FIRST_GROUP_FILES = 1  # then twice as many in each group, up to _GROUP_FILES
 # A lexical-index commit syncs the disk (~0.1 s): groups written within this many seconds share one.
 _LEXICAL_COMMIT_SECONDS = 1.0
 
@@ -249,6 +251,9 @@ class Indexer:
                  report: IndexReport, stop: _StopFlag, writer: GroupWriter) -> None:
         """Chunk and lay out each file of ``source``; hand each full group to ``writer``."""
         group: list[PreparedFile] = []
+        # The first groups are small (1, 2, 4, ... files up to a whole group): the model starts on the first file
+        # rather than wait for 32 to be chunked.
+        size = min(_FIRST_GROUP_FILES, _GROUP_FILES)
         pending = iter(source)
         while stop.signal_name is None:
             try:
@@ -264,9 +269,10 @@ class Indexer:
                 continue
             prepared.update = prepared.path in markers
             group.append(prepared)
-            if len(group) >= _GROUP_FILES or sum(len(g.write.rows) for g in group) >= _GROUP_ROWS:
+            if len(group) >= size or sum(len(g.write.rows) for g in group) >= _GROUP_ROWS:
                 writer.submit(group)
                 group = []
+                size = min(2 * size, _GROUP_FILES)
         writer.submit(group)
 
     def _prepare_one(self, it: Item, outcome: Outcome | None, fp: str, report: IndexReport) -> PreparedFile | None:
