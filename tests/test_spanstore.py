@@ -12,6 +12,7 @@ pytest.importorskip("tantivy")
 
 from llmc_splitters.retrieval import CodeIndex, IndexNotFoundError, SpanStore, StoreError  # noqa: E402
 from llmc_splitters.retrieval.spanstore import LEXICAL  # noqa: E402
+from llmc_splitters.retrieval import indexing  # noqa: E402
 
 SRC = {
     "pkg/client.py": "import os\n\n\nclass Client:\n    def send(self, data):\n        return os.write(1, data)\n",
@@ -121,6 +122,7 @@ def test_the_lexical_index_catches_up_after_a_crash_between_the_commit_and_its_w
         raise RuntimeError("killed right after the span store's commit")
 
     monkeypatch.setattr(lex, "replace", crash)
+    monkeypatch.setattr(indexing, "_FIRST_GROUP_FILES", indexing._GROUP_FILES)  # both files in one group
     with pytest.raises(RuntimeError):
         idx.index_texts(SRC)
     monkeypatch.undo()
