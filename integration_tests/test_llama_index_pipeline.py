@@ -2,8 +2,10 @@
 
 No framework is mocked: documents come from ``SimpleDirectoryReader`` over real files, nodes go through
 ``IngestionPipeline`` into a ``ChromaVectorStore`` (in-memory chromadb) and are read back through
-``VectorStoreIndex.as_retriever()``. Embeddings are LlamaIndex's ``MockEmbedding`` (fast) or the packaged
-all-MiniLM-L6-v2 behind a small ``BaseEmbedding``.
+``VectorStoreIndex.as_retriever()``. Embeddings are the package's ``LocalEmbedding("hashing")`` (fast, and a
+distinct vector per text: LlamaIndex's ``MockEmbedding`` gives every text the same vector, and Chroma's filtered
+HNSW search over a graph of identical points sometimes returns nothing) or the packaged all-MiniLM-L6-v2 behind a
+small ``BaseEmbedding``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ pytest.importorskip("llama_index.core")
 pytest.importorskip("llama_index.vector_stores.chroma")
 
 from llama_index.core import SimpleDirectoryReader, StorageContext, VectorStoreIndex  # noqa: E402
-from llama_index.core.embeddings import MockEmbedding  # noqa: E402
 from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline  # noqa: E402
 from llama_index.core.node_parser import get_leaf_nodes  # noqa: E402
 from llama_index.core.retrievers import AutoMergingRetriever  # noqa: E402
@@ -25,7 +26,7 @@ from llama_index.core.storage.docstore import SimpleDocumentStore  # noqa: E402
 from llama_index.core.vector_stores import ExactMatchFilter, MetadataFilters  # noqa: E402
 from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
 
-from llmc_splitters.llama_index import CodeNodeParser  # noqa: E402
+from llmc_splitters.llama_index import CodeNodeParser, LocalEmbedding  # noqa: E402
 
 
 def relations(node) -> dict[str, Any]:
@@ -54,7 +55,7 @@ def test_ingestion_pipeline_into_chroma_then_vector_store_index(stdlib_dir, chro
     docs = read_docs(stdlib_dir)
     vector_store = ChromaVectorStore(chroma_collection=chroma_client.get_or_create_collection(collection_name))
     pipeline = IngestionPipeline(
-        transformations=[CodeNodeParser(chunk_size=256), MockEmbedding(embed_dim=16)], vector_store=vector_store
+        transformations=[CodeNodeParser(chunk_size=256), LocalEmbedding("hashing")], vector_store=vector_store
     )
     nodes = pipeline.run(documents=docs)
     assert vector_store._collection.count() == len(nodes) > 50
@@ -65,7 +66,7 @@ def test_ingestion_pipeline_into_chroma_then_vector_store_index(stdlib_dir, chro
         assert n.embedding is not None
     by_id = {n.node_id: n for n in nodes}
 
-    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=MockEmbedding(embed_dim=16))
+    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=LocalEmbedding("hashing"))
     wrap = index.as_retriever(
         similarity_top_k=3, filters=MetadataFilters(filters=[ExactMatchFilter(key="symbol", value="TextWrapper.wrap")])
     ).retrieve("wrap text")
@@ -83,7 +84,7 @@ def test_vector_store_index_from_documents_with_transformations(stdlib_dir, chro
     index = VectorStoreIndex.from_documents(
         docs,
         transformations=[CodeNodeParser(chunk_size=200)],
-        embed_model=MockEmbedding(embed_dim=8),
+        embed_model=LocalEmbedding("hashing"),
         storage_context=StorageContext.from_defaults(vector_store=vector_store),
     )
     total = vector_store._collection.count()
@@ -105,7 +106,7 @@ def test_rerunning_a_pipeline_with_a_docstore_does_not_duplicate(stdlib_dir, chr
 
     def run():
         return IngestionPipeline(
-            transformations=[CodeNodeParser(chunk_size=256), MockEmbedding(embed_dim=8)],
+            transformations=[CodeNodeParser(chunk_size=256), LocalEmbedding("hashing")],
             vector_store=vector_store,
             docstore=docstore,
             docstore_strategy=DocstoreStrategy.UPSERTS,
@@ -129,10 +130,10 @@ def test_parent_child_links_survive_chroma_and_drive_auto_merging(stdlib_dir, ch
 
     # All levels through Chroma and back: PARENT/CHILD/PREVIOUS/NEXT/SOURCE unchanged.
     vector_store = ChromaVectorStore(chroma_collection=chroma_client.get_or_create_collection(collection_name))
-    IngestionPipeline(transformations=[parser, MockEmbedding(embed_dim=8)], vector_store=vector_store).run(
+    IngestionPipeline(transformations=[parser, LocalEmbedding("hashing")], vector_store=vector_store).run(
         documents=[doc]
     )
-    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=MockEmbedding(embed_dim=8))
+    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=LocalEmbedding("hashing"))
     back = index.as_retriever(similarity_top_k=len(nodes)).retrieve("anything")
     assert len(back) == len(nodes)
     for hit in back:
@@ -144,7 +145,7 @@ def test_parent_child_links_survive_chroma_and_drive_auto_merging(stdlib_dir, ch
     # retriever follows PARENT/CHILD. Retrieving all the pieces of one split function merges them into it.
     storage = StorageContext.from_defaults()
     storage.docstore.add_documents(nodes)
-    leaf_index = VectorStoreIndex(leaves, storage_context=storage, embed_model=MockEmbedding(embed_dim=8))
+    leaf_index = VectorStoreIndex(leaves, storage_context=storage, embed_model=LocalEmbedding("hashing"))
     parent = next(
         n for n in nodes
         if n.metadata["kind"] == "function" and n.child_nodes
