@@ -234,3 +234,35 @@ def test_the_128_window_changes_only_texts_longer_than_it(code_texts) -> None:
     view = bounded_view(longer[0], short)
     assert view.truncated and view.tokens <= 126
     assert np.allclose(short.embed_query(view.text), short.embed_query(longer[0]), atol=1e-4)
+
+
+def test_the_encoder_reuses_the_word_pieces_of_the_bound(code_texts) -> None:
+    bounded, fresh = OnnxMiniLMEmbedding(max_seq_length=128), OnnxMiniLMEmbedding(max_seq_length=128)
+    texts = [*code_texts[:40], "x = 1\n", "caf\u00e9 = '\ud800'\n"]
+    views = [bounded_view(t, bounded) for t in texts]
+    assert any(v.truncated for v in views) and any(not v.truncated for v in views)
+    assert all(bounded.files.take_ids(v.text) is not None for v in views[:1])  # kept, and taken once
+    assert bounded.files.take_ids(views[0].text) is None
+    views = [bounded_view(t, bounded) for t in texts]
+    reused = np.array(bounded.embed_documents([v.text for v in views]))
+    assert all(bounded.files.take_ids(v.text) is None for v in views)  # the encoder took every one
+    # Tokenized again by the encoder (nothing kept in this one): the same rows, so the same vectors.
+    assert np.array_equal(reused, np.array(fresh.embed_documents([v.text for v in views])))
+
+
+def test_prepare_runtime_imports_what_loading_needs() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        from llmc_splitters.retrieval.embeddings import OnnxMiniLMEmbedding
+        emb = OnnxMiniLMEmbedding()
+        assert emb.prepare_runtime()
+        before = set(sys.modules)
+        emb.embed_query("load")
+        new = sorted(m.split(".")[0] for m in set(sys.modules) - before)
+        print(sorted(set(new) - {"llmc_splitters"}))
+        """
+    )
+    out = _run(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"  # loading the weights on another thread then imports no package

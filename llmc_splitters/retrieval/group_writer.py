@@ -21,22 +21,26 @@ class GroupWriter:
 
     Chunking is Python work under the GIL; embedding (the model), writing (SQLite, tantivy, the vector store) mostly
     release it. So the three overlap: while group N is written, group N+1 is embedded and group N+2 chunked, and the
-    model waits neither for the chunker nor for the stores. At most ``depth`` groups wait at each stage (memory stays
-    bounded). :meth:`close` waits for every submitted group and re-raises what a thread raised; :meth:`abandon` (the
+    model waits neither for the chunker nor for the stores. With ``embed_while_opening`` the first group is embedded
+    while the caller opens the stores (importing chromadb takes about a second): only when embedding it imports
+    nothing the stores import (see :meth:`~.embeddings._runtime.LazyModel.prepare_runtime`). Nothing is written
+    before the stores are open. At most ``depth`` groups wait at each stage (memory stays bounded). :meth:`close` waits for every submitted group and re-raises what a thread raised; :meth:`abandon` (the
     run failed, or a second Ctrl-C) drops the groups still waiting (the next run redoes them) and waits briefly for
     the ones in hand (each transaction is whole).
     """
 
-    def __init__(self, open_engines: Callable[[], None], embed: Stage, write: Stage, depth: int = 2) -> None:
+    def __init__(self, open_engines: Callable[[], None], embed: Stage, write: Stage, depth: int = 2, *,
+                 embed_while_opening: bool = False) -> None:
         self._open_engines = open_engines
+        self._early = embed_while_opening
         self._embed_q: queue.Queue[list[PreparedFile] | None] = queue.Queue(maxsize=depth)
         self._write_q: queue.Queue[list[PreparedFile] | None] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
         self._abandoned = False
-        self._opened = False
+        self._opened = threading.Event()
         self._threads = [threading.Thread(target=self._stage, args=(self._embed_q, embed, self._write_q),
                                           name="llmc-index-embed", daemon=True),
-                         threading.Thread(target=self._stage, args=(self._write_q, write, None),
+                         threading.Thread(target=self._stage, args=(self._write_q, self._when_open(write), None),
                                           name="llmc-index-writer", daemon=True)]
         for t in self._threads:
             t.start()
@@ -59,6 +63,14 @@ class GroupWriter:
             if outbox is not None and group:
                 outbox.put(group)
 
+    def _when_open(self, write: Stage) -> Stage:
+        def stage(group: list[PreparedFile]) -> None:
+            self._opened.wait()
+            if not self._abandoned:
+                write(group)
+
+        return stage
+
     def _raise(self) -> None:
         if self._error is not None:
             raise self._error
@@ -68,9 +80,15 @@ class GroupWriter:
         self._raise()
         if not group:
             return
-        if not self._opened:  # the engines open here, in the caller's thread, which holds the index's lock
+        if self._early or self._opened.is_set():
+            self._put(group)
+        if not self._opened.is_set():  # the engines open here, in the caller's thread, which holds the index's lock
             self._open_engines()
-            self._opened = True
+            self._opened.set()
+            if not self._early:
+                self._put(group)
+
+    def _put(self, group: list[PreparedFile]) -> None:
         while True:
             try:
                 self._embed_q.put(group, timeout=0.1)
@@ -90,6 +108,7 @@ class GroupWriter:
     def abandon(self) -> None:
         """Drop the groups still waiting; wait a little for the ones in hand (their transactions are whole)."""
         self._abandoned = True
+        self._opened.set()  # a writer waiting for the stores goes on to the stop mark
         for q in (self._embed_q, self._write_q):
             while True:
                 try:

@@ -167,7 +167,8 @@ class CodeIndex:
         self._embedder: Any = None
         self._viewer: Any = None
         dense = None if embedding is None else Dense(embedding, self._view, vectors=lambda: self.vectors,
-                                                     embedder=lambda: self.embedder)
+                                                     embedder=lambda: self.embedder,
+                                                     embeds_itself=bool(getattr(vectors, "embeds_itself", False)))
         self.parts = IndexParts(self.span_store, self.lexical, Chunking(chunker, summarizer), dense,
                                 hybrid=store.hybrid if store is not None and dense is not None else None)
         self._indexer = Indexer(self.parts)

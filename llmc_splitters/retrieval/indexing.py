@@ -235,7 +235,8 @@ class Indexer:
 
                 source = ((texts.pop(p), outcome) for p, _, outcome in chunk_in_processes(payload, pairs(), workers))
             writer = GroupWriter(self.open_engines, functools.partial(self.embed_group, report=report),
-                                 functools.partial(self.write_group, report=report))
+                                 functools.partial(self.write_group, report=report),
+                                 embed_while_opening=self._runtime_ready())
             try:
                 self._prepare(source, markers, fp, report, stop, writer)
             except BaseException:
@@ -246,6 +247,15 @@ class Indexer:
             if stop.signal_name is not None:
                 report.interrupted = stop.signal_name
                 raise IndexInterrupted(report, stop.signal_name)
+
+    def _runtime_ready(self) -> bool:
+        """Whether embedding can start before the stores open: nothing to embed, or a model whose runtime is now
+        imported here (:meth:`~.embeddings._runtime.LazyModel.prepare_runtime`)."""
+        dense = self.parts.dense
+        if dense is None or dense.embeds_itself:
+            return True
+        prepare = getattr(dense.embedder().embedding, "prepare_runtime", None)
+        return bool(prepare()) if callable(prepare) else False
 
     def _prepare(self, source: Iterable[tuple[Item, Outcome | None]], markers: dict[str, Any], fp: str,
                  report: IndexReport, stop: _StopFlag, writer: GroupWriter) -> None:
@@ -424,7 +434,7 @@ class Indexer:
         a failed batch retried with backoff, then split). A file with a text that keeps failing is taken out of
         the group and reported failed: it keeps the version indexed before."""
         dense = self.parts.dense
-        if dense is None or getattr(dense.vectors(), "embeds_itself", False):
+        if dense is None or dense.embeds_itself:
             return  # lexical only, or a vector store that embeds what it stores
         want = {eh: vtext for g in group for _, vtext, eh in g.views}
         if not want:

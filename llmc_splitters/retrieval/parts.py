@@ -105,12 +105,15 @@ class Dense:
             first call.
         embedder: Returns the :class:`~llmc_splitters.retrieval.embeddings.BatchEmbedder` that embeds what is
             written, made at the first call.
+        embeds_itself: The vector store embeds what it stores (a LangChain ``VectorStore`` with its own
+            embedding): known without opening it, so the first files are embedded while the store opens.
     """
 
     embedding: Embedding
     view: View
     vectors: Callable[[], VectorStore]
     embedder: Callable[[], BatchEmbedder]
+    embeds_itself: bool = False
 
     def embed_query(self, query: str) -> list[float]:
         """The query's vector."""

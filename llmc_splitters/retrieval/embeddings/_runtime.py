@@ -62,8 +62,31 @@ class LazyModel:
     object of this process).
     """
 
+    #: The packages :meth:`_load` imports (``None``: not listed; :meth:`prepare_runtime` then does nothing).
+    runtime_modules: tuple[str, ...] | None = None
+
     def _share_key(self) -> tuple:
         raise NotImplementedError
+
+    def prepare_runtime(self) -> bool:
+        """Import what loading the weights needs and build what it reads (an export made once), in this thread;
+        whether the backend knows what that is.
+
+        Afterwards loading the weights on another thread imports no package, so it can run while this thread
+        imports others: two threads importing one package with internal import cycles (numpy) can each see it
+        half-initialised.
+        """
+        if self.runtime_modules is None:
+            return False
+        import importlib
+
+        for name in self.runtime_modules:
+            importlib.import_module(name)
+        self._prepare_files()
+        return True
+
+    def _prepare_files(self) -> None:
+        """Build the files :meth:`_load` reads, if they are built at first use (nothing by default)."""
 
     def _load(self) -> Any:
         raise NotImplementedError

@@ -15,6 +15,9 @@ import importlib.util
 import json
 import os
 import re
+import threading
+from array import array
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,9 @@ __all__ = ["MiniLMEmbedding", "SentenceModelDir", "SentenceTransformerEmbedding"
            "clean_text"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Views whose word pieces bound() keeps for the encoder: more than the index has between chunking and embedding
+# (two queued groups of at most 32 files, one being embedded, one being chunked: about 3,000 views).
+_RECENT_VIEWS = 8192
 
 
 def clean_text(text: str) -> str:
@@ -134,6 +140,9 @@ class SentenceModelDir:
                 self.normalized = True
         self.dimension = int(dim) if isinstance(dim, int) else None
         self.has_tokenizer_json = (p / "tokenizer.json").is_file()
+        self._recent: OrderedDict[str, array[int]] = OrderedDict()
+        self._recent_lock = threading.Lock()
+        self._specials: tuple[list[int], list[int]] | None = None
 
     def tokenizer(self) -> Any:
         """The model's tokenizer as a ``tokenizers.Tokenizer`` with no truncation and no padding (shared, lazy).
@@ -176,24 +185,51 @@ class SentenceModelDir:
         return self.bound(text, max_tokens)[0]
 
     def bound(self, text: str, max_tokens: int) -> tuple[int, int]:
-        """``(end, tokens)``: the longest prefix ``text[:end]`` within ``max_tokens`` word pieces, in one pass."""
+        """``(end, tokens)``: the longest prefix ``text[:end]`` within ``max_tokens`` word pieces, in one pass.
+
+        The word pieces of ``text[:end]`` are kept for :meth:`take_ids` (the encoder then does not tokenize the
+        view again)."""
         if max_tokens <= 0:
             return 0, 0
         tok = self.tokenizer()
         enc = tok.encode(clean_text(text), add_special_tokens=False)
         n = len(enc.ids)
         if n <= max_tokens:
+            self._keep(text, enc.ids)
             return len(text), n
         offsets = enc.offsets
         keep = max_tokens
         while keep > 0:
             end = int(offsets[keep - 1][1])
             # A cut inside a word can re-tokenize into more pieces than it had in context: check the head.
-            head = len(tok.encode(clean_text(text[:end]), add_special_tokens=False).ids)
-            if head <= max_tokens:
-                return end, head
+            head = tok.encode(clean_text(text[:end]), add_special_tokens=False).ids
+            if len(head) <= max_tokens:
+                self._keep(text[:end], head)
+                return end, len(head)
             keep -= 1
         return 0, 0
+
+    def _keep(self, text: str, ids: list[int]) -> None:
+        kept = array("l", ids)  # 8 bytes a piece: the views kept cost at most 8,192 x 254 x 8 B = 17 MB
+        with self._recent_lock:
+            self._recent[text] = kept
+            if len(self._recent) > _RECENT_VIEWS:
+                self._recent.popitem(last=False)
+
+    def take_ids(self, text: str) -> array[int] | None:
+        """The word pieces (no special tokens) of a text :meth:`bound` just returned whole, once; else ``None``."""
+        with self._recent_lock:
+            return self._recent.pop(text, None)
+
+    def special_ids(self) -> tuple[list[int], list[int]]:
+        """The special tokens the tokenizer puts before and after one text (``[CLS]`` and ``[SEP]``)."""
+        if self._specials is None:
+            tok = self.tokenizer()
+            bare = tok.encode("a", add_special_tokens=False).ids
+            full = tok.encode("a", add_special_tokens=True).ids
+            at = next((i for i in range(len(full) - len(bare) + 1) if full[i:i + len(bare)] == bare), None)
+            self._specials = ([], []) if at is None else (full[:at], full[at + len(bare):])
+        return self._specials
 
 
 class _DirBackend(LazyModel):

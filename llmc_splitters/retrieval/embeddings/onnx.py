@@ -149,6 +149,7 @@ class OnnxEmbedding(_DirBackend):
     """
 
     _prefix = "onnx"
+    runtime_modules = ("numpy", "numpy.typing", "onnxruntime", "tokenizers")
     parallelism = "thread"  # measured: 2 threads of 1 intra-op thread each beat 1 of 2 and 2 processes
 
     def __init__(self, model_path: str | os.PathLike[str], *, quantize: bool = True, batch_size: int = 16,
@@ -232,6 +233,9 @@ class OnnxEmbedding(_DirBackend):
                    "(SentenceTransformerEmbedding) for this model")
             raise ConfigurationError(msg) from exc
 
+    def _prepare_files(self) -> None:
+        mapped_model(self.model_file())
+
     def _load(self) -> Any:
         try:
             import onnxruntime as ort
@@ -255,9 +259,18 @@ class OnnxEmbedding(_DirBackend):
 
         session, inputs, tok = self._model()
         limit = self._seq
-        encs = tok.encode_batch([clean_text(t) for t in texts], add_special_tokens=True)
+        # The index bounded each view with this tokenizer just before: its word pieces are reused (same ids as
+        # encoding the text again with the special tokens); the other texts are encoded here, in one batch.
+        before, after = self.files.special_ids()
+        pieces: list[Any] = [self.files.take_ids(t) for t in texts]
+        rest = [i for i, got in enumerate(pieces) if got is None]
+        if rest:
+            encs = tok.encode_batch([clean_text(texts[i]) for i in rest], add_special_tokens=False)
+            for i, e in zip(rest, encs):
+                pieces[i] = e.ids
         # Keep [CLS] ... [SEP] within the model's window, as sentence-transformers truncation does.
-        rows = [e.ids if len(e.ids) <= limit else [*e.ids[: limit - 1], e.ids[-1]] for e in encs]
+        room = limit - len(before) - len(after)
+        rows = [[*before, *(p if len(p) <= room else p[:room]), *after] for p in pieces]
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
         out: list[Any] = [None] * len(rows)
         for start in range(0, len(order), self.batch_size):

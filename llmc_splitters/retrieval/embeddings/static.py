@@ -107,6 +107,11 @@ class StaticEmbedding(_DirBackend):
                    "torch backend (SentenceTransformerEmbedding) for this model")
             raise ConfigurationError(msg) from exc
 
+    runtime_modules = ("json", "numpy", "numpy.typing", "model2vec", "safetensors.numpy", "tokenizers")
+
+    def _prepare_files(self) -> None:
+        self.model_dir()
+
     def _load(self) -> Any:
         import json
 
