@@ -38,7 +38,7 @@ class Stages:
 
 def test_the_first_group_is_embedded_while_the_stores_open() -> None:
     s = Stages()
-    w = GroupWriter(s.open_engines, s.embed, s.write, embed_while_opening=True)
+    w = GroupWriter(s.open_engines, s.embed, s.write, embed_while_opening=lambda: True)
     w.submit(["a"])
     w.submit(["b"])
     w.close()
@@ -61,7 +61,7 @@ def test_stores_that_cannot_open_write_nothing_and_the_writer_stops() -> None:
         s.embedded.wait(5.0)
         raise OSError("no such server")
 
-    w = GroupWriter(broken, s.embed, s.write, embed_while_opening=True)
+    w = GroupWriter(broken, s.embed, s.write, embed_while_opening=lambda: True)
     with pytest.raises(OSError, match="no such server"):
         w.submit(["a"])
     w.abandon()

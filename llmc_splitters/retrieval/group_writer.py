@@ -21,16 +21,17 @@ class GroupWriter:
 
     Chunking is Python work under the GIL; embedding (the model), writing (SQLite, tantivy, the vector store) mostly
     release it. So the three overlap: while group N is written, group N+1 is embedded and group N+2 chunked, and the
-    model waits neither for the chunker nor for the stores. With ``embed_while_opening`` the first group is embedded
-    while the caller opens the stores (importing chromadb takes about a second): only when embedding it imports
-    nothing the stores import (see :meth:`~.embeddings._runtime.LazyModel.prepare_runtime`). Nothing is written
-    before the stores are open. At most ``depth`` groups wait at each stage (memory stays bounded). :meth:`close` waits for every submitted group and re-raises what a thread raised; :meth:`abandon` (the
-    run failed, or a second Ctrl-C) drops the groups still waiting (the next run redoes them) and waits briefly for
-    the ones in hand (each transaction is whole).
+    model waits neither for the chunker nor for the stores. When ``embed_while_opening()`` (asked at the first
+    group) says so, the first group is embedded while the caller opens the stores (importing chromadb takes about a
+    second): only when embedding it imports nothing the stores import (see
+    :meth:`~.embeddings._runtime.LazyModel.prepare_runtime`). Nothing is written before the stores are open. At most
+    ``depth`` groups wait at each stage (memory stays bounded). :meth:`close` waits for every submitted group and
+    re-raises what a thread raised; :meth:`abandon` (the run failed, or a second Ctrl-C) drops the groups still
+    waiting (the next run redoes them) and waits briefly for the ones in hand (each transaction is whole).
     """
 
     def __init__(self, open_engines: Callable[[], None], embed: Stage, write: Stage, depth: int = 2, *,
-                 embed_while_opening: bool = False) -> None:
+                 embed_while_opening: Callable[[], bool] = lambda: False) -> None:
         self._open_engines = open_engines
         self._early = embed_while_opening
         self._embed_q: queue.Queue[list[PreparedFile] | None] = queue.Queue(maxsize=depth)
@@ -80,13 +81,17 @@ class GroupWriter:
         self._raise()
         if not group:
             return
-        if self._early or self._opened.is_set():
+        if self._opened.is_set():
             self._put(group)
-        if not self._opened.is_set():  # the engines open here, in the caller's thread, which holds the index's lock
-            self._open_engines()
-            self._opened.set()
-            if not self._early:
-                self._put(group)
+            return
+        # The first group: the engines open here, in the caller's thread, which holds the index's lock.
+        early = self._early()
+        if early:
+            self._put(group)
+        self._open_engines()
+        self._opened.set()
+        if not early:
+            self._put(group)
 
     def _put(self, group: list[PreparedFile]) -> None:
         while True:

@@ -236,7 +236,7 @@ class Indexer:
                 source = ((texts.pop(p), outcome) for p, _, outcome in chunk_in_processes(payload, pairs(), workers))
             writer = GroupWriter(self.open_engines, functools.partial(self.embed_group, report=report),
                                  functools.partial(self.write_group, report=report),
-                                 embed_while_opening=self._runtime_ready())
+                                 embed_while_opening=self._runtime_ready)
             try:
                 self._prepare(source, markers, fp, report, stop, writer)
             except BaseException:
@@ -255,7 +255,10 @@ class Indexer:
         if dense is None or dense.embeds_itself:
             return True
         prepare = getattr(dense.embedder().embedding, "prepare_runtime", None)
-        return bool(prepare()) if callable(prepare) else False
+        try:
+            return bool(prepare()) if callable(prepare) else False
+        except LlmcError:
+            return False  # the first embedding meets the same failure and reports the files it fails
 
     def _prepare(self, source: Iterable[tuple[Item, Outcome | None]], markers: dict[str, Any], fp: str,
                  report: IndexReport, stop: _StopFlag, writer: GroupWriter) -> None:
