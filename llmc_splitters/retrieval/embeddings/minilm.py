@@ -140,6 +140,9 @@ class SentenceModelDir:
                 self.normalized = True
         self.dimension = int(dim) if isinstance(dim, int) else None
         self.has_tokenizer_json = (p / "tokenizer.json").is_file()
+        #: Whether :meth:`bound` keeps the word pieces of its views for :meth:`take_ids` (set by an encoder that
+        #: takes them: the ONNX backend; the others tokenize on their own, so nothing is kept for them).
+        self.keep_ids = False
         self._recent: OrderedDict[str, array[int]] = OrderedDict()
         self._recent_lock = threading.Lock()
         self._specials: tuple[list[int], list[int]] | None = None
@@ -187,8 +190,8 @@ class SentenceModelDir:
     def bound(self, text: str, max_tokens: int) -> tuple[int, int]:
         """``(end, tokens)``: the longest prefix ``text[:end]`` within ``max_tokens`` word pieces, in one pass.
 
-        The word pieces of ``text[:end]`` are kept for :meth:`take_ids` (the encoder then does not tokenize the
-        view again)."""
+        With :attr:`keep_ids`, the word pieces of ``text[:end]`` are kept for :meth:`take_ids` (the encoder then
+        does not tokenize the view again)."""
         if max_tokens <= 0:
             return 0, 0
         tok = self.tokenizer()
@@ -210,6 +213,8 @@ class SentenceModelDir:
         return 0, 0
 
     def _keep(self, text: str, ids: list[int]) -> None:
+        if not self.keep_ids:
+            return
         kept = array("l", ids)  # 8 bytes a piece: the views kept cost at most 8,192 x 254 x 8 B = 17 MB
         with self._recent_lock:
             self._recent[text] = kept

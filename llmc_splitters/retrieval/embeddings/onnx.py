@@ -162,6 +162,7 @@ class OnnxEmbedding(_DirBackend):
             msg = f"threads must be > 0 (or None for every core), got {threads}"
             raise ConfigurationError(msg)
         self.files = SentenceModelDir(model_path)
+        self.files.keep_ids = True  # embed_documents takes the word pieces the index's bound made
         own = self.files.max_seq_length
         if max_seq_length is not None and not 3 <= max_seq_length <= own:
             msg = f"max_seq_length must be in 3..{own} (the model's window), got {max_seq_length}"
