@@ -114,6 +114,7 @@ DRIVER = textwrap.dedent(
             indexing._GROUP_FILES = int(os.environ["LLMC_GROUP"])  # smaller write groups: more kill points
             indexing._FIRST_GROUP_FILES = indexing._GROUP_FILES  # all of one size: the kill points below
             indexing._LEXICAL_COMMIT_SECONDS = 0.0  # and a lexical commit per group: kill points that do not move
+            indexing._WRITE_BATCH_SECONDS = 0.0  # and each group written on its own
         idx = CodeIndex(db, embedding=embedding, max_tokens=256)
         at_open = {"paths": len(idx.paths), "pending": idx.span_store.pending(3)}
         result = {"at_open": at_open}

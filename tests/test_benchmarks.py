@@ -345,3 +345,23 @@ def test_speed_targets_say_which_are_met() -> None:
     assert not met[("chunker faster than astchunk", "tune files")]
     assert met[("chunker faster than langchain-recursive", "tune files")]
     assert ("chunker faster than chonkie-code", "tune files") not in met  # not in the run: no row
+
+
+def test_alternate_runs_the_revision_and_the_checkout_in_turn(tmp_path) -> None:  # noqa: ANN001
+    import subprocess
+
+    from benchmarks import alternate
+
+    if subprocess.run(["git", "-C", str(alternate.ROOT), "rev-parse", "HEAD"], capture_output=True).returncode:
+        pytest.skip("not a git checkout")
+    lib = alternate._library_at("HEAD", tmp_path)
+    committed = subprocess.run(["git", "-C", str(alternate.ROOT), "show", "HEAD:llmc_splitters/__init__.py"],
+                               check=True, capture_output=True).stdout
+    assert (lib / "llmc_splitters" / "__init__.py").read_bytes() == committed
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.py").write_text("def alpha():\n    return 1\n")
+    (tree / "b.py").write_text("class Beta:\n    def gamma(self):\n        return 2\n")
+    res = alternate.run("HEAD", 1, [str(tree), "--embedding", "none"])
+    assert [r["files"] for r in res["runs"]["before"] + res["runs"]["after"]] == [2, 2]
+    assert set(res["means"]) == {"before", "after"} and res["means"]["after"]["index_seconds"] >= 0

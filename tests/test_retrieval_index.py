@@ -12,7 +12,7 @@ pytest.importorskip("bm25s")
 
 from fakes import CountingEmbedding  # noqa: E402
 
-from llmc_splitters.retrieval import CodeRetriever, HashingEmbedding  # noqa: E402
+from llmc_splitters.retrieval import CodeIndex, CodeRetriever, HashingEmbedding  # noqa: E402
 from llmc_splitters.chunking.tokens import resolve_tokenizer  # noqa: E402
 
 CLIENT_JS = """\
@@ -262,13 +262,7 @@ def test_budget_never_exceeded(js_retriever: CodeRetriever) -> None:
             assert_pieces_exact(res, {"src/client.js": CLIENT_JS})
 
 
-def test_writes_go_by_group_and_a_query_reads_only_its_candidates(tmp_path: Path, monkeypatch) -> None:
-    """Structural, not timed: while a tree is indexed, no span-store transaction carries more than one group of
-    files; a query reads its candidates by id in one batch (at most one list per engine), never the index; a
-    reopened index reads nothing at open and skips an unchanged tree without reading a file."""
-    from llmc_splitters.retrieval import indexing
-
-    monkeypatch.setattr(indexing, "_GROUP_FILES", 4)
+def _thirteen_modules(tmp_path: Path) -> Path:
     src = tmp_path / "src"
     for i in range(13):
         d = src / f"pkg{i:02d}"
@@ -277,6 +271,76 @@ def test_writes_go_by_group_and_a_query_reads_only_its_candidates(tmp_path: Path
             f'"""Module {i}."""\nimport os\n\n\ndef compute_{i}(x):\n    return os.sep * x + {i}\n\n\n'
             f"class Holder{i}:\n    def value(self):\n        return compute_{i}(2)\n"
         )
+    return src
+
+
+def test_groups_that_reach_the_writer_together_share_one_transaction(tmp_path: Path, monkeypatch) -> None:
+    """The writer joins the groups that arrive within its window into one span-store transaction, up to its row
+    limit; the first file is written at once; every file lands whole and searchable, as with one group each."""
+    from llmc_splitters.retrieval import indexing
+
+    monkeypatch.setattr(indexing, "_GROUP_FILES", 4)
+    monkeypatch.setattr(indexing, "_WRITE_BATCH_SECONDS", 60.0)  # never reached: the row limit or the end decides
+    src = _thirteen_modules(tmp_path)
+    probe = CodeIndex(tmp_path / "probe")
+    rows: list[int] = []
+    real_probe = probe.span_store.write_files
+    monkeypatch.setattr(probe.span_store, "write_files",
+                        lambda ws, pending: rows.extend(len(w.rows) for w in ws) or real_probe(ws, pending=pending))
+    probe.index_files([src / "pkg00" / "mod.py"], root=src)
+    monkeypatch.setattr(indexing, "_WRITE_BATCH_ROWS", 5 * rows[0])
+    idx = CodeIndex(tmp_path / "db")
+    writes: list[int] = []
+    real_write = idx.span_store.write_files
+    monkeypatch.setattr(idx.span_store, "write_files",
+                        lambda ws, pending: writes.append(len(ws)) or real_write(ws, pending=pending))
+    report = idx.index_directory(src)
+    assert len(report.added) == 13 and not report.failed
+    # Groups of 1, 2, 4, 4 and 2 files: the first alone, then 2 + 4 (past 5 files' rows), then 4 + 2 at the end.
+    assert writes == [1, 6, 6]
+    assert idx.leaf_count() == 13 * probe.leaf_count()
+    assert [h.span.path for h in idx.search("compute_11", k=1).hits] == ["pkg11/mod.py"]
+
+
+def test_a_batch_the_store_cannot_write_fails_its_files_alone_and_the_next_run_writes_them(
+        tmp_path: Path, monkeypatch) -> None:
+    from llmc_splitters.retrieval.spanstore import StoreError
+    from llmc_splitters.retrieval import indexing
+
+    monkeypatch.setattr(indexing, "_GROUP_FILES", 4)
+    monkeypatch.setattr(indexing, "_WRITE_BATCH_SECONDS", 60.0)
+    monkeypatch.setattr(indexing, "_WRITE_BATCH_ROWS", 10**6)  # after the first file, one batch of 12
+    src = _thirteen_modules(tmp_path)
+    idx = CodeIndex(tmp_path / "db")
+    real_write = idx.span_store.write_files
+    calls: list[list[str]] = []
+
+    def flaky(ws, pending):  # noqa: ANN001
+        calls.append([w.marker.path for w in ws])
+        if len(calls) == 2:
+            raise StoreError("disk full")
+        return real_write(ws, pending=pending)
+
+    monkeypatch.setattr(idx.span_store, "write_files", flaky)
+    report = idx.index_directory(src)
+    assert [len(c) for c in calls] == [1, 12]
+    assert sorted(report.failed) == sorted(calls[1]) and report.added == calls[0]
+    assert all("disk full" in why for why in report.failed.values())
+    assert idx.paths == calls[0]  # nothing of the failed batch was half-written
+    again = idx.index_directory(src)
+    assert sorted(again.added) == sorted(calls[1]) and not again.failed and len(idx.paths) == 13
+
+
+def test_writes_go_by_group_and_a_query_reads_only_its_candidates(tmp_path: Path, monkeypatch) -> None:
+    """Structural, not timed: while a tree is indexed with no time to join groups, no span-store transaction
+    carries more than one group of files; a query reads its candidates by id in one batch (at most one list per
+    engine), never the index; a reopened index reads nothing at open and skips an unchanged tree without reading a
+    file."""
+    from llmc_splitters.retrieval import indexing
+
+    monkeypatch.setattr(indexing, "_GROUP_FILES", 4)
+    monkeypatch.setattr(indexing, "_WRITE_BATCH_SECONDS", 0.0)
+    src = _thirteen_modules(tmp_path)
     r = CodeRetriever(path=tmp_path / "db", embedding=HashingEmbedding(64))
     store = r.index.span_store
     writes: list[int] = []

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 
 from .records import PreparedFile
 
 Stage = Callable[[list[PreparedFile]], None]
+Size = Callable[[list[PreparedFile]], int]
 
 __all__ = ["GroupWriter"]
 
@@ -25,52 +27,82 @@ class GroupWriter:
     group) says so, the first group is embedded while the caller opens the stores (importing chromadb takes about a
     second): only when embedding it imports nothing the stores import (see
     :meth:`~.embeddings._runtime.LazyModel.prepare_runtime`). Nothing is written before the stores are open. At most
-    ``depth`` groups wait at each stage (memory stays bounded). :meth:`close` waits for every submitted group and
+    ``depth`` groups wait at each stage (memory stays bounded).
+
+    The writer joins the groups that reach it within ``batch_seconds`` of the first one waiting, up to
+    ``batch_size`` (measured by ``size``, in rows), and writes them as one (one transaction: each commit of the span
+    store rewrites every page it touched, and its id index is touched at random; on 16,000 files, writing 512 files
+    per transaction instead of 32 cut the store's write time from 38 to 17 s). The very first group is written at
+    once, so that a new index answers early. :meth:`close` waits for every submitted group and
     re-raises what a thread raised; :meth:`abandon` (the run failed, or a second Ctrl-C) drops the groups still
     waiting (the next run redoes them) and waits briefly for the ones in hand (each transaction is whole).
     """
 
     def __init__(self, open_engines: Callable[[], None], embed: Stage, write: Stage, depth: int = 2, *,
-                 embed_while_opening: Callable[[], bool] = lambda: False) -> None:
+                 embed_while_opening: Callable[[], bool] = lambda: False, batch_seconds: float = 0.0,
+                 batch_size: int = 1, size: Size = len) -> None:
         self._open_engines = open_engines
+        self._batch_seconds = batch_seconds
+        self._batch_size = batch_size
+        self._size = size
         self._early = embed_while_opening
         self._embed_q: queue.Queue[list[PreparedFile] | None] = queue.Queue(maxsize=depth)
         self._write_q: queue.Queue[list[PreparedFile] | None] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
         self._abandoned = False
         self._opened = threading.Event()
-        self._threads = [threading.Thread(target=self._stage, args=(self._embed_q, embed, self._write_q),
+        self._threads = [threading.Thread(target=self._embed_stage, args=(embed,),
                                           name="llmc-index-embed", daemon=True),
-                         threading.Thread(target=self._stage, args=(self._write_q, self._when_open(write), None),
-                                          name="llmc-index-writer", daemon=True)]
+                         threading.Thread(target=self._write_stage, args=(write,), name="llmc-index-writer",
+                                          daemon=True)]
         for t in self._threads:
             t.start()
 
-    def _stage(self, inbox: queue.Queue[list[PreparedFile] | None], work: Stage,
-               outbox: queue.Queue[list[PreparedFile] | None] | None) -> None:
+    def _embed_stage(self, embed: Stage) -> None:
         while True:
-            group = inbox.get()
+            group = self._embed_q.get()
             if group is None:
-                if outbox is not None:
-                    outbox.put(None)
+                self._write_q.put(None)
                 return
             if self._abandoned or self._error is not None:
                 continue
             try:
-                work(group)
+                embed(group)
             except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
                 self._error = exc
                 continue
-            if outbox is not None and group:
-                outbox.put(group)
+            if group:
+                self._write_q.put(group)
 
-    def _when_open(self, write: Stage) -> Stage:
-        def stage(group: list[PreparedFile]) -> None:
-            self._opened.wait()
-            if not self._abandoned:
-                write(group)
-
-        return stage
+    def _write_stage(self, write: Stage) -> None:
+        """Join the groups that arrive within ``batch_seconds`` of the first one waiting (up to ``batch_size``), and
+        write them once the stores are open."""
+        batch: list[PreparedFile] = []
+        size = 0
+        due = 0.0  # when the batch in hand is written
+        wrote = False
+        while True:
+            try:
+                group = self._write_q.get(timeout=max(0.0, due - time.monotonic()) if batch else None)
+            except queue.Empty:
+                group = []  # the batch in hand is due
+            if group:
+                if not batch:
+                    due = time.monotonic() + (self._batch_seconds if wrote else 0.0)
+                batch.extend(group)
+                size += self._size(group)
+                if size < self._batch_size and time.monotonic() < due:
+                    continue
+            if batch:
+                self._opened.wait()
+                if not self._abandoned and self._error is None:
+                    try:
+                        write(batch)
+                    except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
+                        self._error = exc
+                batch, size, wrote = [], 0, True
+            if group is None:
+                return
 
     def _raise(self) -> None:
         if self._error is not None:

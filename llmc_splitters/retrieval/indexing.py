@@ -59,6 +59,10 @@ _GROUP_ROWS = 4000
 _FIRST_GROUP_FILES = 1  # then twice as many in each group, up to _GROUP_FILES
 # A lexical-index commit syncs the disk (~0.1 s): groups written within this many seconds share one.
 _LEXICAL_COMMIT_SECONDS = 1.0
+# Groups that reach the writer within this many seconds of the first one waiting are written as one (one transaction
+# of the span store, one write to each engine), up to _WRITE_BATCH_ROWS rows (see GroupWriter).
+_WRITE_BATCH_SECONDS = 1.0
+_WRITE_BATCH_ROWS = 20000
 
 
 @dataclass(slots=True)
@@ -236,7 +240,8 @@ class Indexer:
                 source = ((texts.pop(p), outcome) for p, _, outcome in chunk_in_processes(payload, pairs(), workers))
             writer = GroupWriter(self.open_engines, functools.partial(self.embed_group, report=report),
                                  functools.partial(self.write_group, report=report),
-                                 embed_while_opening=self._runtime_ready)
+                                 embed_while_opening=self._runtime_ready, batch_seconds=_WRITE_BATCH_SECONDS,
+                                 batch_size=_WRITE_BATCH_ROWS, size=_rows)
             try:
                 self._prepare(source, markers, fp, report, stop, writer)
             except BaseException:
@@ -541,6 +546,10 @@ class Indexer:
                                     for r in rows])
             self.store.done(part, VECTORS)
         self._delete_stale(dense)
+
+
+def _rows(group: list[PreparedFile]) -> int:
+    return sum(len(g.write.rows) for g in group)
 
 
 def read_text(path: Path, errors: str) -> tuple[str | None, str | None, int]:
