@@ -10,6 +10,7 @@ Run as a module to measure memory in a fresh process::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import resource
 import subprocess
@@ -106,6 +107,43 @@ def index_tree(dest: Path, n_files: int, max_bytes: int = 30_000) -> int:
         d.mkdir(parents=True, exist_ok=True)
         (d / name).write_bytes(data)
         total += len(data)
+    return total
+
+
+def distinct_tree(dest: Path, n_files: int, max_bytes: int = 30_000) -> int:
+    """Write ``n_files`` real Python files under ``dest``, no two alike: the standard library's modules (its
+    packages too, not its ``site-packages``) under ``std/``, then this interpreter's installed packages under
+    ``site/``, each 2 KB to ``max_bytes``, in path order, a file whose bytes were already taken left out. Unlike
+    :func:`index_tree`, whose copies give every leaf identical twins (ties that two engines may break apart, and a
+    graph index's worst case), every leaf is its own. Which packages fill it depends on the environment (the
+    project's ``.ci/setup`` installs one). Returns the bytes written.
+
+    Raises:
+        SystemExit: Fewer than ``n_files`` such files are installed.
+    """
+    paths = sysconfig.get_paths()
+    std, site = Path(paths["stdlib"]), Path(paths["purelib"])
+    roots = [("std", std, std / "site-packages"), ("site", site, None)]
+    seen: set[bytes] = set()
+    total = written = 0
+    for prefix, root, skip in roots:
+        for p in sorted(root.rglob("*.py")):
+            if written == n_files:
+                return total
+            if (skip is not None and skip in p.parents) or not 2_000 <= p.stat().st_size <= max_bytes:
+                continue
+            data = p.read_bytes()
+            digest = hashlib.sha1(data).digest()
+            if digest in seen:
+                continue
+            seen.add(digest)
+            out = dest / prefix / p.relative_to(root)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+            total += len(data)
+            written += 1
+    if written < n_files:
+        raise SystemExit(f"only {written} distinct Python files of 2 KB to {max_bytes} bytes are installed here")
     return total
 
 
