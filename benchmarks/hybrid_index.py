@@ -13,8 +13,10 @@ its own directory, so every text is distinct) and each step a fresh process:
   (chunking, counting, embedding and every write) and over the whole command's wall time (start-up and the model's
   loading included);
 * **direct**: the texts that index embedded, rebuilt from the index it wrote (each searched row's bounded view,
-  :meth:`CodeIndex._view`, one per distinct vector-cache key), embedded by the same backend in one
-  ``embed_documents`` call after a warm-up: what the encoder does alone (its own length sorting and batching).
+  :meth:`CodeIndex._view`, one per distinct vector-cache key), embedded by the same backend after a warm-up, by a
+  :class:`~llmc_splitters.retrieval.embeddings.BatchEmbedder` with the index's default workers (``"auto"``): the
+  encoder alone, with the same batching (sorted by length, across all the texts) and workers as the index, and
+  nothing else on the machine's cores.
 
 The ratio ``index texts/s / direct texts/s`` is the share of the encoder's speed that reaches the user (target
 >= 0.8); the last line compares the whole-command times of the default and of ``minilm-torch`` (target >= 4x).
@@ -45,7 +47,7 @@ _DIRECT = textwrap.dedent(
     """
     import json, sys, time
     from llmc_splitters.retrieval import CodeIndex
-    from llmc_splitters.retrieval.embeddings import resolve_embedding
+    from llmc_splitters.retrieval.embeddings import BatchEmbedder, resolve_embedding
     from llmc_splitters.retrieval.records import embed_source
     emb = resolve_embedding(sys.argv[2])
     idx = CodeIndex(sys.argv[1], embedding=emb, create=False)
@@ -55,9 +57,10 @@ _DIRECT = textwrap.dedent(
             if r.embed_hash:
                 texts.setdefault(r.embed_hash, idx._view(embed_source(r.span, r.role), {})[0])
     texts = list(texts.values())
-    emb.embed_documents(texts[:16])
+    encoder = BatchEmbedder(emb, workers="auto")
+    encoder.embed(texts[:16])
     t0 = time.perf_counter()
-    emb.embed_documents(texts)
+    assert not encoder.embed(texts).failures
     print(json.dumps({"texts": len(texts), "seconds": time.perf_counter() - t0}))
     """
 )

@@ -155,11 +155,39 @@ def test_threads_and_processes_give_the_same_vectors(texts: list[str]) -> None:
     assert procs.vectors == one.vectors[:40]
 
 
+class _LocalModel(HashingEmbedding):
+    """A model that runs batches side by side on threads, as the package's local backends do."""
+
+    parallelism = "thread"
+
+    def __init__(self, dim: int, threads: int | None = None) -> None:
+        super().__init__(dim=dim)
+        self.threads = threads
+
+    def for_workers(self, threads: int) -> "_LocalModel":
+        return _LocalModel(self.dim, threads)
+
+
+@pytest.mark.parametrize(("cores", "workers", "threads"), [(1, 1, None), (2, 2, 1), (8, 4, 2), (64, 4, 16)])
+def test_auto_workers_run_a_local_model_on_every_core(monkeypatch: pytest.MonkeyPatch, texts: list[str], cores: int,
+                                                      workers: int, threads: int | None) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    local = BatchEmbedder(_LocalModel(32), workers="auto", limits=BatchLimits(max_items=8), count_tokens=_words)
+    assert local.workers == workers
+    assert local.embedding.threads == threads  # each call gets its share of the cores
+    hosted = BatchEmbedder(HashingEmbedding(dim=32), workers="auto")  # no parallelism: nothing known of its limits
+    assert hosted.workers == 1
+    with local:
+        assert local.embed(texts).vectors == embed_texts(HashingEmbedding(dim=32), texts, count_tokens=_words).vectors
+
+
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="max_items must be > 0"):
         BatchLimits(max_items=0)
-    with pytest.raises(ConfigurationError, match="embed workers must be > 0"):
+    with pytest.raises(ConfigurationError, match="embed workers must be a positive integer or 'auto', got 0"):
         BatchEmbedder(HashingEmbedding(), workers=0)
+    with pytest.raises(ConfigurationError, match="got 'many'"):
+        BatchEmbedder(HashingEmbedding(), workers="many")
     with pytest.raises(ConfigurationError, match="kind must be"):
         BatchEmbedder(HashingEmbedding(), kind="fibers")
 

@@ -60,8 +60,9 @@ def add_parser(sub: Any) -> None:
                    "else none (lexical BM25 only); or none, minilm (the fast local default, ONNX int8), minilm-torch, "
                    "minilm-onnx, minilm-static, a local sentence-transformers model directory, or module:factory (a "
                    "callable returning a LangChain Embeddings or LlamaIndex BaseEmbedding)")
-    p.add_argument("--embed-workers", type=positive, default=1, metavar="N",
-                   help="embed N batches at once (threads; default 1)")
+    p.add_argument("--embed-workers", type=_workers, default="auto", metavar="N",
+                   help="embed N batches at once (threads), or auto (the default: one per core, at most 4, for the "
+                   "package's local models; one for any other model)")
     p.add_argument("--max-tokens", type=positive,
                    help="leaf span budget in tokens (default: the existing index's, else 512)")
     p.add_argument("--include", action="append", metavar="GLOB", default=[],

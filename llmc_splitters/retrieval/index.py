@@ -78,7 +78,9 @@ class CodeIndex:
         create: Create the index when there is none at ``path``; ``False`` raises
             :class:`~llmc_splitters.retrieval.spanstore.IndexNotFoundError` instead (open to query: a mistyped
             path is an error, not a new empty index).
-        embed_workers: Batches embedded at once (threads), when indexing with a model.
+        embed_workers: Batches embedded at once (threads), when indexing with a model; ``"auto"`` (the default):
+            one per core for the package's local models, else one
+            (:func:`~llmc_splitters.retrieval.embeddings.batching.auto_workers`).
         ranking: The ranking rules searches use (:class:`~llmc_splitters.retrieval.ranking.Ranking`; default: every
             rule fitted on, ``Ranking.plain()`` for none).
         store: The whole index somewhere else than ``path``: a
@@ -109,7 +111,7 @@ class CodeIndex:
         summarizer: Callable[[FileSummaryInput], str] | None = None,
         reset: bool = False,
         create: bool = True,
-        embed_workers: int = 1,
+        embed_workers: int | str = "auto",
         ranking: Ranking | None = None,
         store: Any = None,
     ) -> None:
@@ -158,7 +160,8 @@ class CodeIndex:
         self._reset_vectors = reset
         self._lexical: dict[str, LexicalIndex] = {}
         self._lock = threading.RLock()
-        check_positive("embed_workers", embed_workers)
+        if embed_workers != "auto":
+            check_positive("embed_workers", embed_workers)
         self.embed_workers = embed_workers
         if ranking is not None and not isinstance(ranking, Ranking):
             msg = f"ranking must be a Ranking, got {type(ranking).__name__}"
