@@ -8,6 +8,7 @@ and each leaf lists the definitions that lie inside it.
 from __future__ import annotations
 
 import bisect
+from operator import itemgetter
 from typing import Any
 
 from .definitions import DefInfo
@@ -27,32 +28,33 @@ def assemble(root: Scope, leaves: list[Leaf], scopes: list[Scope], *, text: str,
     ``data`` is ``text`` in UTF-8 (lone surrogates passed through): the offsets of ``leaves`` and ``scopes``.
     Scopes come parents first, as the engine creates them.
     """
-    bounds = {0, len(data)}
-    for leaf in leaves:
-        bounds.add(leaf.start)
-        bounds.add(leaf.end)
-    for sc in scopes:
-        bounds.add(sc.start)
-        bounds.add(sc.end)
-    ordered = sorted(bounds)
+    # Every offset a span starts or ends at. The leaves tile the file in order, so their starts are sorted; a scope
+    # starts and ends at a leaf's boundary but for an empty file's.
+    ordered = [leaf.start for leaf in leaves]
+    ordered.append(len(data))
+    known = set(ordered)
+    if any(sc.start not in known or sc.end not in known for sc in scopes):
+        ordered = sorted(known.union(sc.start for sc in scopes).union(sc.end for sc in scopes))
+    # Byte offset -> character offset and number of line breaks before it, in one pass over the boundaries.
     chars: dict[int, int] = {}
     lines: dict[int, int] = {}
     ascii_only = len(data) == len(text)
     prev = c = nl = 0
     for b in ordered:
-        seg = data[prev:b]
-        c += len(seg) if ascii_only else len(seg.decode("utf-8", "surrogatepass"))
-        nl += seg.count(b"\n")
-        chars[b], lines[b] = c, nl
+        c = b if ascii_only else c + len(data[prev:b].decode("utf-8", "surrogatepass"))
+        nl += data.count(b"\n", prev, b)
+        chars[b] = c
+        lines[b] = nl
         prev = b
-
+    view = memoryview(data)
 
     def make(start: int, end: int, kind: str, name: str | None, parent: str | None, tokens: int,
              meta: dict[str, Any], language: str, salt: str) -> Span:
         sc, ec = chars[start], chars[end]
-        end_line = lines[end] + 1 - (1 if end > start and data[end - 1] == 10 else 0)
+        start_line = lines[start] + 1
+        end_line = lines[end] + (0 if end > start and data[end - 1] == 10 else 1)
         return Span(
-            id=_span_id_of_bytes(path, start, end, data[start:end], salt),
+            id=_span_id_of_bytes(path, start, end, view[start:end], salt),
             path=path,
             language=language,
             kind=kind,
@@ -62,8 +64,8 @@ def assemble(root: Scope, leaves: list[Leaf], scopes: list[Scope], *, text: str,
             end_byte=end,
             start_char=sc,
             end_char=ec,
-            start_line=lines[start] + 1,
-            end_line=max(end_line, lines[start] + 1),
+            start_line=start_line,
+            end_line=end_line if end_line > start_line else start_line,
             parent_id=parent,
             token_count=tokens,
             metadata=meta,
@@ -101,22 +103,25 @@ def assemble(root: Scope, leaves: list[Leaf], scopes: list[Scope], *, text: str,
         scope_span[id(sc)] = span
     root_span = scope_span[id(root)]
     symbols = _symbols(definitions)
+    symbol_starts = [sym[0] for sym in symbols]
     leaf_spans: list[Span] = []
     keyed: list[tuple[int, int, int, Span]] = [
         (s.start_byte, -s.end_byte, depth[k], s) for k, s in scope_span.items() if s is not root_span
     ]
+    glue_kind = spec.glue_kind
     for leaf in leaves:
-        parent = scope_span[id(leaf.scope)].id
+        scope = leaf.scope
         if symbols:
-            inside = _inside(symbols, leaf.start, leaf.end)
+            inside = _inside(symbols, symbol_starts, leaf.start, leaf.end)
             if inside:
                 leaf.meta["symbols"] = inside
-        leaf_lang = leaf.scope.spec.name if leaf.scope.kind != "code" else leaf.scope.meta.get("code_language", lang)
-        span = make(leaf.start, leaf.end, leaf.kind or spec.glue_kind, leaf.name, parent, leaf.tokens,
-                    leaf.meta, leaf_lang, leaf.kind or spec.glue_kind)
+        leaf_lang = scope.spec.name if scope.kind != "code" else scope.meta.get("code_language", lang)
+        kind = leaf.kind or glue_kind
+        span = make(leaf.start, leaf.end, kind, leaf.name, scope_span[id(scope)].id, leaf.tokens, leaf.meta,
+                    leaf_lang, kind)
         leaf_spans.append(span)
-        keyed.append((leaf.start, -leaf.end, depth[id(leaf.scope)] + 1, span))
-    keyed.sort(key=lambda k: k[:3])
+        keyed.append((leaf.start, -leaf.end, depth[id(scope)] + 1, span))
+    keyed.sort(key=itemgetter(0, 1, 2))
     return SpanTree.build([root_span, *(k[3] for k in keyed)], leaf_spans)
 
 
@@ -131,8 +136,10 @@ def _symbols(definitions: list[DefInfo]) -> list[tuple[int, int, dict[str, Any]]
     ]
 
 
-def _inside(symbols: list[tuple[int, int, dict[str, Any]]], start: int, end: int) -> list[dict[str, Any]]:
-    i = bisect.bisect_left(symbols, start, key=lambda s: s[0])
+def _inside(symbols: list[tuple[int, int, dict[str, Any]]], starts: list[int], start: int,
+            end: int) -> list[dict[str, Any]]:
+    """The symbols that lie inside ``[start, end)`` (``starts``: the symbols' starts), each a copy."""
+    i = bisect.bisect_left(starts, start)
     out = []
     while i < len(symbols) and symbols[i][0] < end:
         if symbols[i][1] <= end:

@@ -35,15 +35,22 @@ def span_id(path: str | None, start_byte: int, end_byte: int, text: str, salt: s
     return _span_id_of_bytes(path, start_byte, end_byte, text.encode("utf-8", "surrogatepass"), salt)
 
 
-def _span_id_of_bytes(path: str | None, start_byte: int, end_byte: int, data: bytes, salt: str = "") -> str:
+# The hash state after the namespace, copied for each id (the chunker makes one id per span).
+_NAMESPACE_SHA1 = hashlib.sha1(_SPAN_NAMESPACE.bytes)
+# A version-5 UUID's variant bits make its 17th hex digit one of 8, 9, a, b: the digit each digest digit becomes.
+_VARIANT_DIGIT = {d: "89ab"[int(d, 16) & 3] for d in "0123456789abcdef"}
+
+
+def _span_id_of_bytes(path: str | None, start_byte: int, end_byte: int, data: bytes | memoryview,
+                      salt: str = "") -> str:
     """:func:`span_id` of a text given as its UTF-8 bytes (as the chunker holds it)."""
-    h = hashlib.sha1(_SPAN_NAMESPACE.bytes)
+    h = _NAMESPACE_SHA1.copy()
     h.update(f"{salt}\x00{path or ''}\x00{start_byte}\x00{end_byte}\x00".encode("utf-8", "surrogatepass"))
     h.update(data)
     # The layout of a version-5 (SHA-1, name-based) UUID, formatted directly from the hex digest: the version
-    # nibble is 5, and the variant bits make the 17th digit one of 8, 9, a, b.
+    # nibble is 5, and the variant bits set the 17th digit.
     x = h.hexdigest()
-    return f"{x[:8]}-{x[8:12]}-5{x[13:16]}-{'89ab'[int(x[16], 16) & 3]}{x[17:20]}-{x[20:32]}"
+    return f"{x[:8]}-{x[8:12]}-5{x[13:16]}-{_VARIANT_DIGIT[x[16]]}{x[17:20]}-{x[20:32]}"
 
 
 @dataclass(frozen=True, slots=True)
