@@ -27,7 +27,7 @@ unit above. Byte ranges tile the file, so the leaves are lossless by constructio
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 from . import fallback
 from ._grammar import get_parser, load_language
@@ -42,6 +42,9 @@ __all__ = ["Context", "DefInfo", "Engine", "Leaf", "Scope", "Unit", "parse", "wi
 
 # A named node this small on the same line as the code before it joins that code (`};`).
 _TRAILING_BYTES = 2
+
+# What splitting a node gives: finished units, and the (node, lo, hi, scope, context) of the nodes still to split.
+Task = Union[Unit, tuple[Any, int, int, Scope, Context]]
 
 
 class Engine(RangeCounter):
@@ -75,15 +78,15 @@ class Engine(RangeCounter):
         ctx = self.context_for(spec, root)
         self.scan_injections(root, spec)
         units: list[Unit] = []
-        # Work stack, processed last-in-first-out; pushing children reversed keeps file order.
-        stack: list[tuple[Any, ...]] = [("expand", root, lo, hi, file_scope, ctx)]
+        # Work stack, processed last-in-first-out; pushing children reversed keeps file order. A task is a finished
+        # unit, or the (node, lo, hi, scope, context) of a node to split.
+        stack: list[Task] = [(root, lo, hi, file_scope, ctx)]
         while stack:
             task = stack.pop()
-            if task[0] == "unit":
-                units.append(task[1])
-                continue
-            _, node, lo, hi, scope, cx = task
-            stack.extend(reversed(self._expand(node, lo, hi, scope, cx)))
+            if type(task) is Unit:
+                units.append(task)
+            else:
+                stack.extend(reversed(self._expand(*task)))  # type: ignore[misc]
         return units
 
     def _items(self, node: Any, ctx: Context) -> list[tuple[list[Any], DefInfo | None]]:
@@ -153,77 +156,83 @@ class Engine(RangeCounter):
         cuts.append(hi)
         return cuts
 
-    def _expand(self, node: Any, lo: int, hi: int, scope: Scope, ctx: Context) -> list[tuple[Any, ...]]:
+    def _expand(self, node: Any, lo: int, hi: int, scope: Scope, ctx: Context) -> list[Task]:
         """Tasks for the children of an over-budget (or root) node covering bytes ``[lo, hi)``."""
         if node.child_count == 0:
-            return [("unit", u) for u in self._pieces(lo, hi, scope, "block")]
+            return self._pieces(lo, hi, scope, "block")  # type: ignore[return-value]
         items = self._items(node, ctx)
         if not items:
-            return [("unit", u) for u in self._pieces(lo, hi, scope, "block")]
+            return self._pieces(lo, hi, scope, "block")  # type: ignore[return-value]
         cuts = self._cuts(items, lo, hi)
-        tasks: list[tuple[Any, ...]] = []
+        tasks: list[Task] = []
         spec = ctx.spec
         for (nodes, info), a, b in zip(items, cuts, cuts[1:]):
             if a >= b:
                 continue
-            k = 0
             if info is not None:
-                # The definition node itself; comments/decorators above it come first, a same-line comment after.
-                k = next((m for m, n in enumerate(nodes) if n.id == info.outer.id), len(nodes) - 1)
-            first = nodes[k]
-            lead_nodes = nodes[:k]
-            injection = spec.injections.get(first.type)
-            if info is not None:
-                if self.fits(a, b):
-                    tasks.append(("unit", Unit(a, b, scope, "def", info=info, leading=tuple(lead_nodes))))
-                    continue
-                tight = self._tighten(a, b, first.start_byte, nodes[-1].end_byte, lead_nodes)
-                if tight is not None:
-                    # The definition fits without its comments or the whitespace around it: keep it whole.
-                    x, y = tight
-                    tasks.extend(("unit", u) for u in self._glue(a, x, scope, "neutral", "whitespace"))
-                    tasks.append(("unit", Unit(x, y, scope, "def", info=info)))
-                    tasks.extend(("unit", u) for u in self._glue(y, b, scope, "neutral", "whitespace"))
-                    continue
-                sub = Scope(kind=info.kind, name=info.qname, start=a, end=b, parent=scope, spec=spec, info=info)
-                self.scopes.append(sub)
-                lead_end = a
-                for m, lead in enumerate(lead_nodes):
-                    following = nodes[m + 1]
-                    nl = self.data.rfind(b"\n", lead.end_byte, following.start_byte)
-                    nxt = nl + 1 if nl >= 0 else following.start_byte
-                    if nxt > lead_end:
-                        tasks.extend(("unit", u) for u in self._glue(lead_end, nxt, sub, "neutral", lead.type))
-                        lead_end = nxt
-                tasks.append(("expand", first, lead_end, b, sub, ctx))
+                tasks.extend(self._definition(nodes, info, a, b, scope, ctx))
                 continue
-            if first.type in spec.standalone_types:
+            first = nodes[0]
+            first_type = first.type
+            if first_type in spec.standalone_types:
                 if self.fits(a, b):
-                    tasks.append(("unit", Unit(a, b, scope, "standalone", node_type=first.type)))
+                    tasks.append(Unit(a, b, scope, "standalone", node_type=first_type))
                 else:
-                    tasks.extend(("unit", u) for u in self._pieces(a, b, scope, first.type))
+                    tasks.extend(self._pieces(a, b, scope, first_type))
                 continue
-            fits = self.fits(a, b)
-            if not fits:
-                tight = self._tighten(a, b, nodes[0].start_byte, nodes[-1].end_byte, [])
-                if tight is not None:
-                    # Only the whitespace around it pushes it over: keep the block itself whole.
-                    x, y = tight
-                    tasks.extend(("unit", u) for u in self._glue(a, x, scope, "neutral", "whitespace"))
-                    tasks.append(("unit", Unit(x, y, scope, "glue", category=self._category(first, ctx),
-                                               node_type=first.type, node=first)))
-                    tasks.extend(("unit", u) for u in self._glue(y, b, scope, "neutral", "whitespace"))
-                    continue
-            if injection is not None and not fits:
+            if self.fits(a, b):
+                tasks.append(Unit(a, b, scope, "glue", category=self._category(first, first_type, ctx),
+                                  node_type=first_type, node=first))
+                continue
+            tight = self._tighten(a, b, first.start_byte, nodes[-1].end_byte, [])
+            if tight is not None:
+                # Only the whitespace around it pushes it over: keep the block itself whole.
+                x, y = tight
+                tasks.extend(self._glue(a, x, scope, "neutral", "whitespace"))
+                tasks.append(Unit(x, y, scope, "glue", category=self._category(first, first_type, ctx),
+                                  node_type=first_type, node=first))
+                tasks.extend(self._glue(y, b, scope, "neutral", "whitespace"))
+                continue
+            injection = spec.injections.get(first_type)
+            if injection is not None:
                 tasks.extend(self._inject(first, injection, a, b, scope))
-                continue
-            if fits:
-                tasks.append(("unit", Unit(a, b, scope, "glue", category=self._category(first, ctx),
-                                           node_type=first.type, node=first)))
             elif first.child_count:
-                tasks.append(("expand", first, a, b, scope, ctx))
+                tasks.append((first, a, b, scope, ctx))
             else:
-                tasks.extend(("unit", u) for u in self._pieces(a, b, scope, first.type))
+                tasks.extend(self._pieces(a, b, scope, first_type))
+        return tasks
+
+    def _definition(self, nodes: list[Any], info: DefInfo, a: int, b: int, scope: Scope,
+                    ctx: Context) -> list[Task]:
+        """Tasks for the item ``nodes`` of a definition over bytes ``[a, b)``: one unit when it fits (or fits without
+        its comments or the whitespace around it), else a scope of its own whose body is split."""
+        # The definition node itself; comments/decorators above it come first, a same-line comment after.
+        outer_id = info.outer.id
+        k = next((m for m, n in enumerate(nodes) if n.id == outer_id), len(nodes) - 1)
+        first = nodes[k]
+        lead_nodes = nodes[:k]
+        if self.fits(a, b):
+            return [Unit(a, b, scope, "def", info=info, leading=tuple(lead_nodes))]
+        tasks: list[Task] = []
+        tight = self._tighten(a, b, first.start_byte, nodes[-1].end_byte, lead_nodes)
+        if tight is not None:
+            # The definition fits without its comments or the whitespace around it: keep it whole.
+            x, y = tight
+            tasks.extend(self._glue(a, x, scope, "neutral", "whitespace"))
+            tasks.append(Unit(x, y, scope, "def", info=info))
+            tasks.extend(self._glue(y, b, scope, "neutral", "whitespace"))
+            return tasks
+        sub = Scope(kind=info.kind, name=info.qname, start=a, end=b, parent=scope, spec=ctx.spec, info=info)
+        self.scopes.append(sub)
+        lead_end = a
+        for m, lead in enumerate(lead_nodes):
+            following = nodes[m + 1]
+            nl = self.data.rfind(b"\n", lead.end_byte, following.start_byte)
+            nxt = nl + 1 if nl >= 0 else following.start_byte
+            if nxt > lead_end:
+                tasks.extend(self._glue(lead_end, nxt, sub, "neutral", lead.type))
+                lead_end = nxt
+        tasks.append((first, lead_end, b, sub, ctx))
         return tasks
 
     def _tighten(self, a: int, b: int, core_a: int, core_b: int, lead_nodes: list[Any]) -> tuple[int, int] | None:
@@ -260,12 +269,13 @@ class Engine(RangeCounter):
             return [Unit(a, b, scope, "glue", category=category, node_type=node_type)]
         return self._pieces(a, b, scope, node_type)
 
-    def _category(self, node: Any, ctx: Context) -> str:
+    def _category(self, node: Any, node_type: str, ctx: Context) -> str:
+        """The packing category of a glue node (of type ``node_type``): ``import``, ``neutral`` or ``other``."""
         if node.id in ctx.imports:
             return "import"
-        if node.type in ctx.spec.comment_types:
+        if node_type in ctx.spec.comment_types:
             return "neutral"
-        if _string_statement(node) is not None:
+        if node_type in _STRING_STATEMENT_TYPES and _string_statement(node) is not None:
             # A docstring or a directive ("use strict"): it belongs with the statements that follow.
             return "neutral"
         return "other"
@@ -332,16 +342,16 @@ class Engine(RangeCounter):
                     done = True
                     break
 
-    def _inject(self, node: Any, inj: Any, a: int, b: int, scope: Scope) -> list[tuple[Any, ...]]:
+    def _inject(self, node: Any, inj: Any, a: int, b: int, scope: Scope) -> list[Task]:
         """Chunk an over-budget embedded block (a long fence, a ``<script>``) as code of its own language."""
         parsed = self.parse_injection(node, inj)
         if parsed is None:
-            return [("unit", u) for u in self._pieces(a, b, scope, "code")]
+            return self._pieces(a, b, scope, "code")  # type: ignore[return-value]
         sub_spec, content, tree, sub_ctx = parsed
         code_scope = Scope(kind="code", name=scope.name, start=a, end=b, parent=scope, spec=sub_spec,
                            meta={"code_language": sub_spec.name, "_tree": tree})
         self.scopes.append(code_scope)
-        tasks: list[tuple[Any, ...]] = []
+        tasks: list[Task] = []
         c0, c1 = content.start_byte, content.end_byte
         # Content that starts with a line break after the opening tag/fence: the code starts on its own line.
         head = self.data[c0:c1]
@@ -350,10 +360,10 @@ class Engine(RangeCounter):
         if nl >= 0:
             c0 += nl + 1
         if c0 > a:
-            tasks.extend(("unit", u) for u in self._glue(a, c0, code_scope, "neutral", "fence"))
-        tasks.append(("expand", tree.root_node, c0, c1, code_scope, sub_ctx))
+            tasks.extend(self._glue(a, c0, code_scope, "neutral", "fence"))
+        tasks.append((tree.root_node, c0, c1, code_scope, sub_ctx))
         if b > c1:
-            tasks.extend(("unit", u) for u in self._glue(c1, b, code_scope, "neutral", "fence"))
+            tasks.extend(self._glue(c1, b, code_scope, "neutral", "fence"))
         return tasks
 
     def _pieces(self, a: int, b: int, scope: Scope, node_type: str) -> list[Unit]:
@@ -393,6 +403,10 @@ def parse(data: bytes, grammar: str, window: tuple[int, int] | None = None) -> A
         return parser.parse(data)
     finally:
         parser.included_ranges = []
+
+
+# The types of the nodes that may be a string statement (:func:`_string_statement`).
+_STRING_STATEMENT_TYPES = frozenset({"string", "concatenated_string", "expression_statement"})
 
 
 def _string_statement(node: Any) -> Any:

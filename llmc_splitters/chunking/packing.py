@@ -33,6 +33,7 @@ _SMALL_LEAF_DIV = 8
 # A leaf of at most this many tokens (budget/8 under a small budget) that is not a definition nor imports is a
 # fragment: it joins a neighbour even across a definition or a change of category.
 _FRAGMENT_TOKENS = 10
+_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
 
 
 def merge(units: list[Unit], data: bytes, counter: RangeCounter) -> list[Leaf]:
@@ -66,7 +67,7 @@ def _absorb_blank(leaves: list[Leaf], data: bytes, counter: RangeCounter) -> lis
         if (
             prev is not None
             and prev.scope is leaf.scope
-            and not data[leaf.start : leaf.end].strip()
+            and _blank(data, leaf.start, leaf.end)
             and counter.count(prev.start, leaf.end) <= counter.budget
         ):
             prev.end = leaf.end
@@ -75,6 +76,12 @@ def _absorb_blank(leaves: list[Leaf], data: bytes, counter: RangeCounter) -> lis
             continue
         out.append(leaf)
     return out
+
+
+def _blank(data: bytes, start: int, end: int) -> bool:
+    """Whether ``data[start:end]`` is only whitespace; the first byte decides for almost every range, without copying
+    and stripping the range."""
+    return start == end or data[start] in _WHITESPACE and not data[start:end].strip()
 
 
 def _is_fragment(leaf: Leaf, limit: int) -> bool:
@@ -130,6 +137,8 @@ def _join_fragments(leaves: list[Leaf], data: bytes, counter: RangeCounter) -> l
 
 
 def _pack(run: list[Unit], data: bytes, counter: RangeCounter) -> list[list[Unit]]:
+    if len(run) == 1:
+        return [run]  # what the packing below makes of one unit, without its set-up (most runs between definitions)
     # Neutral units (comments, docstrings) take the category of the next statement.
     cats: list[str] = [u.category for u in run]
     nxt = "other"
