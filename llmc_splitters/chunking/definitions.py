@@ -15,6 +15,7 @@ from typing import Any
 from ._grammar import load_query
 from .languages import LanguageSpec, generic_definition_kind
 
+_DEFINITION_PREFIX = len("definition.")  # a capture `definition.<kind>`
 _CLASS_LIKE = frozenset({"class", "interface", "enum", "module", "struct", "trait", "impl", "namespace", "type"})
 # Past these, a tree with syntax errors is chunked without queries (see wide_error).
 _WIDE_ERROR_CHILDREN = 2000
@@ -66,7 +67,7 @@ def find_definitions(spec: LanguageSpec, root: Any, data: bytes, *, use_query: b
                     node = nodes[0]
                     name_nodes = caps.get("name")
                     name = _node_name(name_nodes[0], data) if name_nodes else node.type
-                    defs[node.id] = _info(cap.split(".", 1)[1], name, node)
+                    defs[node.id] = _info(cap[_DEFINITION_PREFIX:], name, node)
                 elif cap == "wrapper":
                     wrappers.append((nodes[0], caps["inner"][0]))
                 elif cap == "import":
@@ -85,6 +86,7 @@ def find_definitions(spec: LanguageSpec, root: Any, data: bytes, *, use_query: b
 
 
 def _info(kind: str, name: str, node: Any) -> DefInfo:
+    row, column = node.end_point
     return DefInfo(
         kind=kind,
         name=name,
@@ -92,7 +94,7 @@ def _info(kind: str, name: str, node: Any) -> DefInfo:
         start=node.start_byte,
         end=node.end_byte,
         start_line=node.start_point[0] + 1,
-        end_line=node.end_point[0] + (1 if node.end_point[1] > 0 else 0) or 1,
+        end_line=row + (1 if column > 0 else 0) or 1,
         node=node,
         outer=node,
     )

@@ -31,10 +31,12 @@ class Labeler:
         for leaf in leaves:
             scope = leaf.scope
             spec = scope.spec
-            first = leaf.units[0]
-            defs = [u for u in leaf.units if u.role == "def" and u.info is not None]
-            if first.role != "def" and len(defs) == 1 and not (scope.info is not None and leaf.start == scope.start):
-                first = defs[0]  # a fragment joined to a definition (packing): the leaf is that definition
+            units = leaf.units
+            first = units[0]
+            if first.role != "def" and len(units) > 1:
+                defs = [u for u in units if u.role == "def" and u.info is not None]
+                if len(defs) == 1 and not (scope.info is not None and leaf.start == scope.start):
+                    first = defs[0]  # a fragment joined to a definition (packing): the leaf is that definition
             if first.role == "def" and first.info is not None:
                 info = first.info
                 leaf.kind, leaf.name = info.kind, info.qname
@@ -42,28 +44,28 @@ class Labeler:
             elif first.role == "standalone":
                 leaf.kind = spec.glue_kinds.get(first.node_type or "", first.node_type or spec.glue_kind)
             else:
-                cats = {u.category for u in leaf.units}
-                types = {u.node_type for u in leaf.units}
+                cats = {u.category for u in units}
                 if first.role == "piece":
                     leaf.kind = _piece_kind(scope, spec)
                     if first.how not in (None, "whole"):
                         leaf.meta["fallback"] = first.how
                 elif "import" in cats and cats <= {"import", "neutral"}:
                     leaf.kind = "imports"
-                elif cats == {"neutral"} and types <= spec.comment_types:
+                elif cats == {"neutral"} and {u.node_type for u in units} <= spec.comment_types:
                     leaf.kind = "comment"
-                elif len(leaf.units) == 1 and first.node_type in spec.injections and self._label_embedded(leaf, first):
+                elif len(units) == 1 and first.node_type in spec.injections and self._label_embedded(leaf, first):
                     pass
-                elif len(leaf.units) == 1 and first.node_type in spec.glue_kinds:
+                elif len(units) == 1 and first.node_type in spec.glue_kinds:
                     leaf.kind = spec.glue_kinds[first.node_type]  # type: ignore[index]
                 elif scope.info is not None and leaf.start == scope.start:
                     leaf.kind = scope.kind
                 else:
                     leaf.kind = _piece_kind(scope, spec)
-                embedded = [u for u in leaf.units if u.node_type in spec.injections and u.node is not None]
-                if len(leaf.units) > 1 and len(embedded) == 1:
-                    # One <script> or fence packed with markup or prose: say which code it holds.
-                    self._label_embedded(leaf, embedded[0], rename=False)
+                if len(units) > 1 and spec.injections:
+                    embedded = [u for u in units if u.node_type in spec.injections and u.node is not None]
+                    if len(embedded) == 1:
+                        # One <script> or fence packed with markup or prose: say which code it holds.
+                        self._label_embedded(leaf, embedded[0], rename=False)
                 if leaf.name is None and scope.name is not None:
                     leaf.name = scope.name
             if scope.spec.name == "bash" and scope.info is None:
