@@ -7,7 +7,6 @@ and each leaf lists the definitions that lie inside it.
 
 from __future__ import annotations
 
-import bisect
 from operator import itemgetter
 from typing import Any
 
@@ -103,7 +102,7 @@ def assemble(root: Scope, leaves: list[Leaf], scopes: list[Scope], *, text: str,
         scope_span[id(sc)] = span
     root_span = scope_span[id(root)]
     symbols = _symbols(definitions)
-    symbol_starts = [sym[0] for sym in symbols]
+    first_symbol = 0  # the first symbol that does not start before the leaf (the leaves come in file order)
     leaf_spans: list[Span] = []
     keyed: list[tuple[int, int, int, Span]] = [
         (s.start_byte, -s.end_byte, depth[k], s) for k, s in scope_span.items() if s is not root_span
@@ -112,7 +111,9 @@ def assemble(root: Scope, leaves: list[Leaf], scopes: list[Scope], *, text: str,
     for leaf in leaves:
         scope = leaf.scope
         if symbols:
-            inside = _inside(symbols, symbol_starts, leaf.start, leaf.end)
+            while first_symbol < len(symbols) and symbols[first_symbol][0] < leaf.start:
+                first_symbol += 1
+            inside = _inside(symbols, first_symbol, leaf.end)
             if inside:
                 leaf.meta["symbols"] = inside
         leaf_lang = scope.spec.name if scope.kind != "code" else scope.meta.get("code_language", lang)
@@ -136,10 +137,9 @@ def _symbols(definitions: list[DefInfo]) -> list[tuple[int, int, dict[str, Any]]
     ]
 
 
-def _inside(symbols: list[tuple[int, int, dict[str, Any]]], starts: list[int], start: int,
-            end: int) -> list[dict[str, Any]]:
-    """The symbols that lie inside ``[start, end)`` (``starts``: the symbols' starts), each a copy."""
-    i = bisect.bisect_left(starts, start)
+def _inside(symbols: list[tuple[int, int, dict[str, Any]]], i: int, end: int) -> list[dict[str, Any]]:
+    """Copies of the symbols that lie inside a leaf that ends at ``end``, from ``symbols[i]``, the first that does
+    not start before the leaf."""
     out = []
     while i < len(symbols) and symbols[i][0] < end:
         if symbols[i][1] <= end:
