@@ -27,6 +27,7 @@ unit above. Byte ranges tile the file, so the leaves are lossless by constructio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Union
 
 from . import fallback
@@ -86,7 +87,7 @@ class Engine(RangeCounter):
             if type(task) is Unit:
                 units.append(task)
             else:
-                stack.extend(reversed(self._expand(*task)))  # type: ignore[misc]
+                stack.extend(reversed(self._expand(*task)))
         return units
 
     def _items(self, node: Any, ctx: Context) -> list[tuple[list[Any], DefInfo | None]]:
@@ -156,13 +157,13 @@ class Engine(RangeCounter):
         cuts.append(hi)
         return cuts
 
-    def _expand(self, node: Any, lo: int, hi: int, scope: Scope, ctx: Context) -> list[Task]:
+    def _expand(self, node: Any, lo: int, hi: int, scope: Scope, ctx: Context) -> Sequence[Task]:
         """Tasks for the children of an over-budget (or root) node covering bytes ``[lo, hi)``."""
         if node.child_count == 0:
-            return self._pieces(lo, hi, scope, "block")  # type: ignore[return-value]
+            return self._pieces(lo, hi, scope, "block")
         items = self._items(node, ctx)
         if not items:
-            return self._pieces(lo, hi, scope, "block")  # type: ignore[return-value]
+            return self._pieces(lo, hi, scope, "block")
         cuts = self._cuts(items, lo, hi)
         tasks: list[Task] = []
         spec = ctx.spec
@@ -203,7 +204,7 @@ class Engine(RangeCounter):
         return tasks
 
     def _definition(self, nodes: list[Any], info: DefInfo, a: int, b: int, scope: Scope,
-                    ctx: Context) -> list[Task]:
+                    ctx: Context) -> Sequence[Task]:
         """Tasks for the item ``nodes`` of a definition over bytes ``[a, b)``: one unit when it fits (or fits without
         its comments or the whitespace around it), else a scope of its own whose body is split."""
         # The definition node itself; comments/decorators above it come first, a same-line comment after.
@@ -342,11 +343,11 @@ class Engine(RangeCounter):
                     done = True
                     break
 
-    def _inject(self, node: Any, inj: Any, a: int, b: int, scope: Scope) -> list[Task]:
+    def _inject(self, node: Any, inj: Any, a: int, b: int, scope: Scope) -> Sequence[Task]:
         """Chunk an over-budget embedded block (a long fence, a ``<script>``) as code of its own language."""
         parsed = self.parse_injection(node, inj)
         if parsed is None:
-            return self._pieces(a, b, scope, "code")  # type: ignore[return-value]
+            return self._pieces(a, b, scope, "code")
         sub_spec, content, tree, sub_ctx = parsed
         code_scope = Scope(kind="code", name=scope.name, start=a, end=b, parent=scope, spec=sub_spec,
                            meta={"code_language": sub_spec.name, "_tree": tree})
