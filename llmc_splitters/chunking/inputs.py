@@ -98,6 +98,8 @@ TEXT_SHARE_MIN_CHARS = 32
 
 # C0 controls but tab, LF, VT, FF, CR, backspace and escape; DEL; C1 controls; U+FFFD; surrogates.
 _SUSPECT = re.compile("[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f-\x9f\ufffd\ud800-\udfff]")
+# The ASCII characters that _SUSPECT does not match: deleting them from an ASCII text leaves its suspects.
+_ASCII_NOT_SUSPECT = bytes(c for c in range(128) if not _SUSPECT.match(chr(c)))
 
 
 def _magic(head: bytes) -> str | None:
@@ -158,6 +160,14 @@ def _text_magic(text: str) -> str | None:
     return None
 
 
+def _suspects(head: str) -> int:
+    """How many characters of ``head`` :data:`_SUSPECT` matches. An ASCII text (most source files) is counted by
+    deleting its other bytes, a C loop about three times faster than the regular expression."""
+    if head.isascii():
+        return len(head.encode("ascii").translate(None, _ASCII_NOT_SUSPECT))
+    return len(_SUSPECT.findall(head))
+
+
 def text_binary_reason(text: str) -> str | None:
     """Why ``text`` looks like binary data or undecodable text handed over as ``str`` (``None`` when it looks like
     text); see the module docstring for the rule and its threshold.
@@ -178,7 +188,7 @@ def text_binary_reason(text: str) -> str | None:
         return "contains NUL characters (binary data handed over as text)"
     if len(head) < TEXT_SHARE_MIN_CHARS:
         return None
-    share = len(_SUSPECT.findall(head)) / len(head)
+    share = _suspects(head) / len(head)
     if share > TEXT_SUSPECT_SHARE:
         return (
             f"is {share:.0%} replacement characters, lone surrogates or control characters in its first "
