@@ -181,6 +181,17 @@ def test_auto_workers_run_a_local_model_on_every_core(monkeypatch: pytest.Monkey
         assert local.embed(texts).vectors == embed_texts(HashingEmbedding(dim=32), texts, count_tokens=_words).vectors
 
 
+@pytest.mark.parametrize(("n", "workers", "calls"), [(20, 2, 2), (700, 2, 12), (128, 2, 2), (129, 2, 4),
+                                                     (3, 4, 3), (700, 1, 11)])
+def test_calls_are_spread_evenly_over_the_workers(n: int, workers: int, calls: int) -> None:
+    texts = [f"text number {i} " + "word " * (i % 17) for i in range(n)]
+    emb = HashingEmbedding(dim=16)
+    with BatchEmbedder(emb, workers=workers, kind="thread", count_tokens=_words) as be:
+        got = be.embed(texts)
+    assert got.batches == calls  # a multiple of the workers (when there are texts enough), of even sizes
+    assert got.vectors == embed_texts(emb, texts, count_tokens=_words).vectors
+
+
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="max_items must be > 0"):
         BatchLimits(max_items=0)

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...errors import ConfigurationError
@@ -301,7 +301,7 @@ class BatchEmbedder:
             lengths = [len(t) for t in texts]
         else:
             lengths = [int(self.count_tokens(t)) for t in texts]
-        batches, failures = plan_batches(lengths, self.limits)
+        batches, failures = plan_batches(lengths, self._spread(len(texts)))
         calls_before = self._calls
         threads, _ = self._pools()
         if threads is None or len(batches) == 1:
@@ -314,6 +314,17 @@ class BatchEmbedder:
             failures += [f for part in parts for f in part]
         failures.sort(key=lambda f: f.index)
         return EmbedResult(out, failures, calls=self._calls - calls_before, batches=done)
+
+    def _spread(self, n: int) -> BatchLimits:
+        """The limits for ``n`` texts: with several workers, at most as many texts per call as make the calls a
+        multiple of the workers, of even sizes, so that no worker idles while another finishes a call (a group of
+        one file, 20 texts, is two calls of 10 on two workers, not one of 20 beside an idle worker; 700 texts are 12
+        calls of 59, not 11 of 64)."""
+        limits = self.limits
+        if self.workers <= 1 or n <= 1:
+            return limits
+        rounds = -(-n // (self.workers * limits.max_items))
+        return replace(limits, max_items=min(limits.max_items, -(-n // (rounds * self.workers))))
 
     def close(self) -> None:
         """Stop the workers (a closed embedder starts new ones if used again)."""
