@@ -1,9 +1,11 @@
-"""GroupWriter: the first group is embedded while the stores open (when the model's runtime is imported), and
-nothing is written before they are open."""
+"""GroupWriter: with the model's runtime imported, the model starts on the first group while the caller goes on
+chunking, and the stores open when the caller would otherwise wait for the model (or at the end); nothing is written
+before they are open."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -41,9 +43,37 @@ def test_the_first_group_is_embedded_while_the_stores_open() -> None:
     w = GroupWriter(s.open_engines, s.embed, s.write, embed_while_opening=lambda: True)
     w.submit(["a"])
     w.submit(["b"])
+    w.close()  # a small run: nothing waited for the model, the stores open at the end
+    assert s.log[0] == "embed a" and "opened (after the first embedding)" in s.log
+    opened = s.log.index("opened (after the first embedding)")
+    assert s.log.index("write a") > opened and s.log.index("write b") > s.log.index("write a")
+
+
+def test_the_stores_open_when_the_caller_would_wait_for_the_model() -> None:
+    s = Stages()
+    release = threading.Event()
+
+    def embed(group) -> None:
+        s.embed(group)
+        release.wait(10.0)  # the model is busy: the groups submitted next wait in the queue
+
+    w = GroupWriter(s.open_engines, embed, s.write, depth=2, embed_while_opening=lambda: True)
+    w.submit(["a"])
+    assert s.embedded.wait(5.0)  # a is in the model's hands
+    w.submit(["b"])
+    w.submit(["c"])  # b and c wait: the queue is full
+    assert "opened (after the first embedding)" not in s.log  # the caller chunked on instead
+    opener = threading.Thread(target=w.submit, args=(["d"],))
+    opener.start()
+    deadline = time.monotonic() + 5.0
+    while "opened (after the first embedding)" not in s.log and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert opener.is_alive() and s.log == ["embed a", "opened (after the first embedding)"]  # opened while it waits
+    release.set()
+    opener.join(5.0)
     w.close()
-    assert s.log[:2] == ["embed a", "opened (after the first embedding)"]
-    assert s.log.index("write a") > 1 and s.log.index("write b") > s.log.index("write a")
+    assert [x for x in s.log if x.startswith("write")] == ["write a", "write b", "write c", "write d"]
+    assert s.log.index("write a") > s.log.index("opened (after the first embedding)")
 
 
 def test_without_a_prepared_runtime_the_stores_open_first() -> None:
@@ -62,8 +92,8 @@ def test_stores_that_cannot_open_write_nothing_and_the_writer_stops() -> None:
         raise OSError("no such server")
 
     w = GroupWriter(broken, s.embed, s.write, embed_while_opening=lambda: True)
+    w.submit(["a"])
     with pytest.raises(OSError, match="no such server"):
-        w.submit(["a"])
-    w.abandon()
-    assert s.log == ["embed a"]  # embedded while opening; never written
+        w.close()  # the stores open at the end of this small run
+    assert s.log == ["embed a"]  # embedded while the caller went on; never written
     assert not any(t.is_alive() for t in w._threads)

@@ -24,9 +24,11 @@ class GroupWriter:
     Chunking is Python work under the GIL; embedding (the model), writing (SQLite, tantivy, the vector store) mostly
     release it. So the three overlap: while group N is written, group N+1 is embedded and group N+2 chunked, and the
     model waits neither for the chunker nor for the stores. When ``embed_while_opening()`` (asked at the first
-    group) says so, the first group is embedded while the caller opens the stores (importing chromadb takes about a
-    second): only when embedding it imports nothing the stores import (see
-    :meth:`~.embeddings._runtime.LazyModel.prepare_runtime`). Nothing is written before the stores are open. At most
+    group) says so, the model starts on the first group at once and the caller goes on chunking; it opens the stores
+    (importing chromadb takes about a second) only when it would otherwise wait for the model (``depth`` groups
+    already wait to be embedded), or at :meth:`close`: only when embedding imports nothing the stores import (see
+    :meth:`~.embeddings._runtime.LazyModel.prepare_runtime`). Opened first, the stores left the model without a
+    second group for half a second on a 40-file tree. Nothing is written before the stores are open. At most
     ``depth`` groups wait at each stage (memory stays bounded).
 
     The writer joins the groups that reach it within ``batch_seconds`` of the first one waiting, up to
@@ -51,6 +53,7 @@ class GroupWriter:
         self._error: BaseException | None = None
         self._abandoned = False
         self._opened = threading.Event()
+        self._asked = False  # embed_while_opening() was asked (at the first group)
         self._threads = [threading.Thread(target=self._embed_stage, args=(embed,),
                                           name="llmc-index-embed", daemon=True),
                          threading.Thread(target=self._write_stage, args=(write,), name="llmc-index-writer",
@@ -109,34 +112,44 @@ class GroupWriter:
             raise self._error
 
     def submit(self, group: list[PreparedFile]) -> None:
-        """Queue ``group`` (waits while ``depth`` groups are waiting to be embedded)."""
+        """Queue ``group`` (waits while ``depth`` groups are waiting to be embedded, opening the stores meanwhile
+        if they are not open yet)."""
         self._raise()
         if not group:
             return
-        if self._opened.is_set():
-            self._put(group)
-            return
-        # The first group: the engines open here, in the caller's thread, which holds the index's lock.
-        early = self._early()
-        if early:
-            self._put(group)
-        self._open_engines()
-        self._opened.set()
-        if not early:
-            self._put(group)
+        if not self._asked:
+            self._asked = True
+            if not self._early():
+                self._open()
+        self._put(group)
+
+    def _open(self) -> None:
+        """Open the stores, here: in the caller's thread, which holds the index's lock."""
+        if not self._opened.is_set():
+            self._open_engines()
+            self._opened.set()
 
     def _put(self, group: list[PreparedFile]) -> None:
         while True:
             try:
-                self._embed_q.put(group, timeout=0.1)
+                self._embed_q.put(group, block=self._opened.is_set(), timeout=0.1)
                 return
             except queue.Full:
+                if not self._opened.is_set():
+                    self._open()  # the caller would wait for the model: the stores open meanwhile
+                    continue
                 self._raise()
                 if not all(t.is_alive() for t in self._threads):
                     return
 
     def close(self) -> None:
-        """Wait until every submitted group is written; re-raise what embedding or writing raised."""
+        """Open the stores if no group needed them yet, wait until every submitted group is written; re-raise what
+        embedding or writing raised."""
+        try:
+            self._open()
+        except BaseException:
+            self.abandon()
+            raise
         self._embed_q.put(None)
         for t in self._threads:
             t.join()
