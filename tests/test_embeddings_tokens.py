@@ -48,6 +48,32 @@ def test_bound_on_any_unicode(text: str, limit: int) -> None:
     assert n <= limit and FILES.count_tokens(text[:end]) == n
 
 
+def _bound_of_the_whole(text: str, limit: int) -> tuple[int, int]:
+    """The bound as the whole text's word pieces give it (what :meth:`SentenceModelDir.bound` computes from a head)."""
+    tok = FILES.tokenizer()
+    enc = tok.encode(text, add_special_tokens=False)
+    if len(enc.ids) <= limit:
+        return len(text), len(enc.ids)
+    for keep in range(limit, 0, -1):
+        end = enc.offsets[keep - 1][1]
+        n = len(tok.encode(text[:end], add_special_tokens=False).ids)
+        if n <= limit:
+            return end, n
+    return 0, 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(start=st.integers(0, len(CODE) - 1), length=st.integers(0, 6000), limit=st.integers(1, 300),
+       glue=st.sampled_from(["", " ", "\n", "x" * 900, "é" * 300 + " ", "中文" * 200]))
+def test_bound_from_a_head_is_the_bound_of_the_whole_text(start: int, length: int, limit: int, glue: str) -> None:
+    text = glue + CODE[start:start + length]  # a head with few or no whitespace characters, and long texts
+    kept = SentenceModelDir(bundled_minilm_path())
+    kept.keep_ids = True
+    end, n = kept.bound(text, limit)
+    assert (end, n) == _bound_of_the_whole(text, limit)
+    assert list(kept.take_ids(text[:end]) or []) == FILES.tokenizer().encode(text[:end], add_special_tokens=False).ids
+
+
 def test_bounded_view_uses_the_one_pass_bound() -> None:
     class Model:
         max_input_tokens = 50

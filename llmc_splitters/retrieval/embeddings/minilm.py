@@ -32,6 +32,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # Views whose word pieces bound() keeps for the encoder: more than the index has between chunking and embedding
 # (two queued groups of at most 32 files, one being embedded, one being chunked: about 3,000 views).
 _RECENT_VIEWS = 8192
+# Characters a word piece the head of a view is first tokenized with (code: about 3-4 a piece; see _encode_head).
+_HEAD_CHARS_PER_PIECE = 6
 
 
 def clean_text(text: str) -> str:
@@ -44,6 +46,27 @@ def clean_text(text: str) -> str:
     except UnicodeEncodeError:
         return _SURROGATE.sub("\ufffd", text)
     return text
+
+
+def _encode_head(tok: Any, text: str, max_tokens: int) -> Any:
+    """The encoding (no special tokens) of ``text``, or of a head of it that holds more than ``max_tokens`` word
+    pieces: what :meth:`SentenceModelDir.bound` needs, at the cost of the head (a view of a 512-token span is about
+    2,000 characters, and only its first 128 word pieces are kept).
+
+    The head ends before a whitespace character, where the tokenizer's pre-tokenizer splits (BERT's, a
+    sentencepiece ``Metaspace``'s and a byte-level BPE's all do, and their normalisers work character by character):
+    its word pieces are the whole text's, with the same offsets. It starts at :data:`_HEAD_CHARS_PER_PIECE`
+    characters a piece and doubles until it holds enough pieces or is the whole text.
+    """
+    limit = max_tokens * _HEAD_CHARS_PER_PIECE
+    while limit < len(text):
+        cut = max(text.rfind(" ", 0, limit), text.rfind("\n", 0, limit), text.rfind("\t", 0, limit))
+        if cut > 0:
+            enc = tok.encode(clean_text(text[:cut]), add_special_tokens=False)
+            if len(enc.ids) > max_tokens:
+                return enc
+        limit *= 2
+    return tok.encode(clean_text(text), add_special_tokens=False)
 
 
 def bundled_minilm_path() -> str:
@@ -195,7 +218,7 @@ class SentenceModelDir:
         if max_tokens <= 0:
             return 0, 0
         tok = self.tokenizer()
-        enc = tok.encode(clean_text(text), add_special_tokens=False)
+        enc = _encode_head(tok, text, max_tokens)
         n = len(enc.ids)
         if n <= max_tokens:
             self._keep(text, enc.ids)
@@ -204,6 +227,11 @@ class SentenceModelDir:
         keep = max_tokens
         while keep > 0:
             end = int(offsets[keep - 1][1])
+            if text[end:end + 1].isspace():
+                # Cut before whitespace, where the pre-tokenizer splits: the head's pieces are these (see
+                # _encode_head), no need to tokenize it again.
+                self._keep(text[:end], enc.ids[:keep])
+                return end, keep
             # A cut inside a word can re-tokenize into more pieces than it had in context: check the head.
             head = tok.encode(clean_text(text[:end]), add_special_tokens=False).ids
             if len(head) <= max_tokens:
