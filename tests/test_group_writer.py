@@ -1,6 +1,6 @@
 """GroupWriter: with the model's runtime imported, the model starts on the first group while the caller goes on
-chunking, and the stores open when the caller would otherwise wait for the model (or at the end); nothing is written
-before they are open."""
+chunking, and the stores open once the writer holds an embedded group, or when the caller would otherwise wait for
+the model, or at the end; nothing is written before they are open."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_the_first_group_is_embedded_while_the_stores_open() -> None:
     w = GroupWriter(s.open_engines, s.embed, s.write, embed_while_opening=lambda: True)
     w.submit(["a"])
     w.submit(["b"])
-    w.close()  # a small run: nothing waited for the model, the stores open at the end
+    w.close()
     assert s.log[0] == "embed a" and "opened (after the first embedding)" in s.log
     opened = s.log.index("opened (after the first embedding)")
     assert s.log.index("write a") > opened and s.log.index("write b") > s.log.index("write a")
@@ -76,6 +76,21 @@ def test_the_stores_open_when_the_caller_would_wait_for_the_model() -> None:
     assert s.log.index("write a") > s.log.index("opened (after the first embedding)")
 
 
+def test_with_nothing_to_embed_the_first_group_is_written_before_the_run_ends() -> None:
+    s = Stages(wait=0.0)
+    w = GroupWriter(s.open_engines, lambda group: None, s.write, embed_while_opening=lambda: True)
+    w.submit(["a"])
+    deadline = time.monotonic() + 5.0
+    while not w._wanted.is_set() and time.monotonic() < deadline:  # the writer holds a and waits for the stores
+        time.sleep(0.01)
+    w.submit(["b"])  # queued, then the stores open
+    while "write a" not in s.log and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert s.log[:2] == ["opened (before the first embedding)", "write a"]  # written while the run goes on
+    w.close()
+    assert s.log[-1] == "write b"
+
+
 def test_without_a_prepared_runtime_the_stores_open_first() -> None:
     s = Stages(wait=0.3)
     w = GroupWriter(s.open_engines, s.embed, s.write)
@@ -92,8 +107,12 @@ def test_stores_that_cannot_open_write_nothing_and_the_writer_stops() -> None:
         raise OSError("no such server")
 
     w = GroupWriter(broken, s.embed, s.write, embed_while_opening=lambda: True)
-    w.submit(["a"])
     with pytest.raises(OSError, match="no such server"):
-        w.close()  # the stores open at the end of this small run
+        try:
+            w.submit(["a"])  # the stores open here if the writer already holds a, else at the end
+        except OSError:
+            w.abandon()  # what the index does when a submit fails
+            raise
+        w.close()
     assert s.log == ["embed a"]  # embedded while the caller went on; never written
     assert not any(t.is_alive() for t in w._threads)

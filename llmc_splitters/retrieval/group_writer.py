@@ -25,10 +25,11 @@ class GroupWriter:
     release it. So the three overlap: while group N is written, group N+1 is embedded and group N+2 chunked, and the
     model waits neither for the chunker nor for the stores. When ``embed_while_opening()`` (asked at the first
     group) says so, the model starts on the first group at once and the caller goes on chunking; it opens the stores
-    (importing chromadb takes about a second) only when it would otherwise wait for the model (``depth`` groups
-    already wait to be embedded), or at :meth:`close`: only when embedding imports nothing the stores import (see
-    :meth:`~.embeddings._runtime.LazyModel.prepare_runtime`). Opened first, the stores left the model without a
-    second group for half a second on a 40-file tree. Nothing is written before the stores are open. At most
+    (importing chromadb takes about a second) once it has queued the next group and the writer holds an embedded
+    one, or when it would otherwise wait for the model (``depth`` groups wait to be embedded), or at :meth:`close`:
+    only when embedding imports nothing the stores import (see
+    :meth:`~.embeddings._runtime.LazyModel.prepare_runtime`). Opened at the first group, the stores left the model
+    without a second one for half a second on a 40-file tree. Nothing is written before the stores are open. At most
     ``depth`` groups wait at each stage (memory stays bounded).
 
     The writer joins the groups that reach it within ``batch_seconds`` of the first one waiting, up to
@@ -54,6 +55,7 @@ class GroupWriter:
         self._abandoned = False
         self._opened = threading.Event()
         self._asked = False  # embed_while_opening() was asked (at the first group)
+        self._wanted = threading.Event()  # the writer holds a group and waits for the stores
         self._threads = [threading.Thread(target=self._embed_stage, args=(embed,),
                                           name="llmc-index-embed", daemon=True),
                          threading.Thread(target=self._write_stage, args=(write,), name="llmc-index-writer",
@@ -97,7 +99,9 @@ class GroupWriter:
                 if size < self._batch_size and time.monotonic() < due:
                     continue
             if batch:
-                self._opened.wait()
+                if not self._opened.is_set():
+                    self._wanted.set()
+                    self._opened.wait()
                 if not self._abandoned and self._error is None:
                     try:
                         write(batch)
@@ -122,6 +126,8 @@ class GroupWriter:
             if not self._early():
                 self._open()
         self._put(group)
+        if self._wanted.is_set():
+            self._open()  # the model has the group just queued to embed while the stores open
 
     def _open(self) -> None:
         """Open the stores, here: in the caller's thread, which holds the index's lock."""
