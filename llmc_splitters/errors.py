@@ -197,8 +197,19 @@ def checked_arguments(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _positive_int(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value > 0
+
+
 def check_positive(name: str, value: Any) -> None:
     """Raise :class:`ConfigurationError` unless ``value`` is a positive ``int`` (``bool`` is not)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if not _positive_int(value):
         msg = f"{name} must be a positive integer, got {value!r}"
+        raise ConfigurationError(msg)
+
+
+def check_workers(name: str, value: Any) -> None:
+    """Raise :class:`ConfigurationError` unless ``value`` is a positive ``int`` or ``"auto"``."""
+    if value != "auto" and not _positive_int(value):
+        msg = f"{name} must be a positive integer or 'auto', got {value!r}"
         raise ConfigurationError(msg)

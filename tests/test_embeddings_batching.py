@@ -203,6 +203,15 @@ def test_bad_settings_are_refused() -> None:
         BatchEmbedder(HashingEmbedding(), kind="fibers")
 
 
+def test_the_index_refuses_the_same_worker_settings(tmp_path) -> None:  # noqa: ANN001
+    from llmc_splitters.retrieval import CodeIndex
+
+    for bad in (0, True, "Auto"):
+        with pytest.raises(ConfigurationError, match=f"embed_workers must be a positive integer or 'auto', got {bad!r}"):
+            CodeIndex(tmp_path / "idx", embed_workers=bad)
+    assert CodeIndex(tmp_path / "idx", embed_workers="auto").embed_workers == "auto"
+
+
 @settings(max_examples=200, deadline=None)
 @given(lengths=st.lists(st.integers(1, 300), max_size=60), max_items=st.integers(1, 20),
        max_batch=st.one_of(st.none(), st.integers(1, 600)), max_text=st.one_of(st.none(), st.integers(1, 400)))

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chunking.span import Span
-from ..errors import (ConfigurationError, FilterWarning, IndexWarning, caller_stacklevel, check_positive,
+from ..errors import (ConfigurationError, FilterWarning, IndexWarning, caller_stacklevel, check_workers,
                       checked_arguments)
 from .context import ancestors as _ancestors
 from .context import get_lines as _get_lines
@@ -160,8 +160,7 @@ class CodeIndex:
         self._reset_vectors = reset
         self._lexical: dict[str, LexicalIndex] = {}
         self._lock = threading.RLock()
-        if embed_workers != "auto":
-            check_positive("embed_workers", embed_workers)
+        check_workers("embed_workers", embed_workers)
         self.embed_workers = embed_workers
         if ranking is not None and not isinstance(ranking, Ranking):
             msg = f"ranking must be a Ranking, got {type(ranking).__name__}"

@@ -23,7 +23,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...errors import ConfigurationError
+from ...errors import ConfigurationError, check_workers
 
 __all__ = ["BatchEmbedder", "BatchLimits", "EmbedFailure", "EmbedResult", "auto_workers", "embed_texts",
            "plan_batches"]
@@ -223,11 +223,9 @@ class BatchEmbedder:
     def __init__(self, embedding: Any, *, limits: BatchLimits | None = None, workers: int | str = 1,
                  kind: str = "auto", count_tokens: Callable[[str], int] | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
+        check_workers("embed workers", workers)
         if workers == "auto":
             workers = auto_workers(embedding)
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0:
-            msg = f"embed workers must be a positive integer or 'auto', got {workers!r}"
-            raise ConfigurationError(msg)
         if kind not in ("auto", "thread", "process"):
             msg = f"kind must be 'auto', 'thread' or 'process', got {kind!r}"
             raise ConfigurationError(msg)
