@@ -280,10 +280,10 @@ def run_mode(repos: Sequence[Repo], mode: str, *, variants: dict[str, Any], repl
 def variants_for(ablate: str | None) -> dict[str, Any]:
     """The ranking settings to compare: the library's default, and with ``ablate`` each rule (or ``all`` of them)
     off in turn, or on for a rule the default leaves off (the library's
-    :class:`~llmc_splitters.retrieval.ranking.Ranking` names its rules)."""
+    :class:`~llmc_splitters.retrieval.search.ranking.Ranking` names its rules)."""
     if not ablate:
         return {"default": None}
-    from llmc_splitters.retrieval.ranking import Ranking
+    from llmc_splitters.retrieval.search.ranking import Ranking
 
     from dataclasses import replace
 

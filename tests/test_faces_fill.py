@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import DATA
-from llmc_splitters.retrieval.expand import render_marker
+from llmc_splitters.retrieval.context.expand import render_marker
 
 pytest.importorskip("chromadb")
 pytest.importorskip("bm25s")

@@ -23,7 +23,7 @@ ROOT = Path(llmc_splitters.__file__).parent
 # What stands above the index and may import it: the faces, the ingestion pipeline, the CLI and the MCP server, and in
 # retrieval/ the package itself, the retriever and code_index(). The parts the index composes (the write path, the
 # search, the stores, context and expansion, the records) stand below it and are handed what they need as
-# collaborators (llmc_splitters.retrieval.parts): none of them imports it.
+# collaborators (llmc_splitters.retrieval.storage.parts): none of them imports it.
 ABOVE_THE_INDEX = ("llmc_splitters.cli", "llmc_splitters.mcp", "llmc_splitters.ingest", "llmc_splitters.langchain",
                    "llmc_splitters.llama_index")
 ABOVE_THE_INDEX_IN_RETRIEVAL = {"llmc_splitters.retrieval", "llmc_splitters.retrieval.retriever",
@@ -153,7 +153,7 @@ def test_the_graph_reads_the_package():
     graph = _graph()
     assert "llmc_splitters.retrieval.index" in graph["llmc_splitters.retrieval.retriever"]  # from .index import
     assert "llmc_splitters.retrieval.index" in graph["llmc_splitters.ingest.writer"]  # under TYPE_CHECKING
-    assert "llmc_splitters.retrieval.indexing" in graph["llmc_splitters.ingest.writer"]  # inside a function
+    assert "llmc_splitters.retrieval.indexing.indexer" in graph["llmc_splitters.ingest.writer"]  # inside a function
     assert "llmc_splitters.retrieval" in graph["llmc_splitters.langchain.retriever"]  # another package's __init__
 
 
@@ -179,5 +179,6 @@ def test_only_what_stands_above_the_index_imports_it():
     assert not below, f"imports retrieval.index from below it: {below}"
     assert "llmc_splitters.retrieval.retriever" in importers  # the test sees the index's importers
     composed = graph["llmc_splitters.retrieval.index"]
-    assert {"llmc_splitters.retrieval.indexing", "llmc_splitters.retrieval.search"} <= composed
+    assert {"llmc_splitters.retrieval.indexing.indexer", "llmc_splitters.retrieval.search.hits"} <= composed
     assert not any(above(name) for name in composed), sorted(filter(above, composed))
+

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmc_splitters.retrieval.lexical import BM25Index, code_terms, split_identifier
+from llmc_splitters.retrieval.terms import BM25Index, code_terms, split_identifier
 
 
 @pytest.mark.parametrize(

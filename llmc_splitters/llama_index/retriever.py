@@ -31,7 +31,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 
 from ..ingest.walk import DEFAULT_INCLUDE
 from ..retrieval import CodeRetriever
-from ..retrieval.expand import Expansion
+from ..retrieval.context.expand import Expansion
 from ..retrieval.index import Hit
 from .node_parser import path_of
 

@@ -11,11 +11,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..chunking.notebook import split_cell_path
-from ..chunking.span import Span
-from ..errors import ConfigurationError
+from ...chunking.notebook import split_cell_path
+from ...chunking.span import Span
+from ...errors import ConfigurationError
 from .expand import HitContext, Part, Scope, Snippet, Zoom
-from .spanstore import SpanStore
+from ..storage.span_store import SpanStore
 
 __all__ = ["ancestors", "binding_lines", "get_lines", "get_symbol", "hit_context", "notebook_neighbours", "snippet",
            "zoom_for"]
@@ -46,7 +46,7 @@ def ancestors(store: SpanStore, span: Span, *, text: bool = True) -> list[Span]:
 
 
 def hit_context(store: SpanStore, span: Span, score: float = 0.0, zoom: Zoom | None = None) -> HitContext:
-    """Everything :func:`~llmc_splitters.retrieval.expand.expand` may add around ``span`` (``zoom``: its parts,
+    """Everything :func:`~llmc_splitters.retrieval.context.expand.expand` may add around ``span`` (``zoom``: its parts,
     see :func:`zoom_for`)."""
     scopes: list[Scope] = []
     for anc in ancestors(store, span):
@@ -143,7 +143,7 @@ def zoom_for(store: SpanStore, chunker: Any, span: Span, rank: Callable[[Sequenc
     Derived at query time from the stored text and offsets (the chunker re-run over the hit, or over its document
     when the hit does not start a top-level statement), only when a hit does not fit: nothing is indexed for it.
     """
-    from ..chunking.chunker import ASTChunker
+    from ...chunking.chunker import ASTChunker
 
     if not isinstance(chunker, ASTChunker) or span.path is None or span.token_count < 2:
         return None

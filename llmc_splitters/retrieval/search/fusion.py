@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
-from ..errors import ConfigurationError
+from ...errors import ConfigurationError
 
 __all__ = ["reciprocal_rank_fusion", "DEFAULT_RRF_K"]
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigurationError
+from ...errors import ConfigurationError
 
 __all__ = ["SearchFilter", "ancestor_dirs", "unmatched"]
 
@@ -71,7 +71,7 @@ class SearchFilter:
                 raise ConfigurationError(msg)
         lang = None
         if language is not None:
-            from ..chunking.languages import normalize_language
+            from ...chunking.languages import normalize_language
 
             lang = normalize_language(language.strip())
         return cls(path or None, lang, kind.strip() if kind else None)

@@ -24,8 +24,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import missing_dependency
-from ..spanstore import StoreError
+from ....errors import missing_dependency
+from ..span_store import StoreError
 
 __all__ = ["FORMAT", "MAX_LIMIT", "MilvusStoreError", "connect", "literal", "pack_text", "pymilvus", "unpack_text"]
 

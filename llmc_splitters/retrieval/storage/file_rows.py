@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..chunking.span import Span, SpanTree
-from .lexical_index import LexDoc, lexical_text
-from .span_schema import FileMarker, FileWrite, SpanRow
+from ...chunking.span import Span, SpanTree
+from .lexical_tantivy import LexDoc, lexical_text
+from .span_rows import FileMarker, FileWrite, SpanRow
 
 __all__ = ["FileSummaryInput", "PreparedFile", "build_file", "derived_id", "embed_source", "embedding_view",
            "leaf_view", "sha", "split_note"]
@@ -134,7 +134,7 @@ def analyze(tree: SpanTree, data: bytes) -> FileInfo:
     ``imports``/``module_names``; leaves: ``identifiers``/``references``; class spans: ``skeleton``,
     ``header_end_byte``), that data is used instead and only what is missing is computed here.
     """
-    from ..chunking import analysis
+    from ...chunking import analysis
 
     info = FileInfo()
     root_span = tree.root
@@ -143,7 +143,7 @@ def analyze(tree: SpanTree, data: bytes) -> FileInfo:
     language = root_span.language
     grammar = None
     try:
-        from ..chunking.languages import get_spec
+        from ...chunking.languages import get_spec
 
         grammar = get_spec(language).grammar
     except Exception:  # noqa: BLE001 - unknown language: no analysis, plain retrieval still works
@@ -161,7 +161,7 @@ def analyze(tree: SpanTree, data: bytes) -> FileInfo:
     if grammar and not complete:
         # Only for a chunker that did not record the analysis (ASTChunker(analyze=True) does).
         try:
-            from ..chunking._grammar import get_parser
+            from ...chunking._grammar import get_parser
 
             node_root = get_parser(grammar).parse(data).root_node
         except Exception:  # noqa: BLE001 - a grammar that fails to load only costs the expansion
@@ -298,7 +298,7 @@ def embedding_view(embedding: Any, name: str) -> View:
     is the hash of the name and the bounded text. Every engine that embeds a row (the serial index, the process-pool
     and the Ray ingestion) must make its view this way, so that the same text gets the same view and the same key.
     """
-    from .embeddings import bounded_view
+    from ..embeddings import bounded_view
 
     def view(text: str, meta: dict[str, Any]) -> tuple[str, str]:
         v = bounded_view(text, embedding)
@@ -341,7 +341,7 @@ def build_file(
     Returns:
         A :class:`PreparedFile`.
     """
-    from ..chunking.dispatch import document_trees
+    from ...chunking.dispatch import document_trees
 
     root = tree.root
     rows: list[SpanRow] = []

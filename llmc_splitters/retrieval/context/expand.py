@@ -31,7 +31,7 @@ is not a verbatim slice, and its lines that are already in the context verbatim 
 are left out of it: no line appears twice. The result is never over budget.
 
 Example:
-    >>> from llmc_splitters.retrieval.expand import Snippet, expand
+    >>> from llmc_splitters.retrieval.context.expand import Snippet, expand
     >>> hit = Snippet("m.py", 0, 14, 1, 1, "def f(): pass\\n")
     >>> expand([HitContext(hit, 1.0)], max_context_tokens=50, count=len).context
     '# m.py:1-1\\ndef f(): pass\\n'
@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import ConfigurationError
+from ...errors import ConfigurationError
 from .render import Piece, Scope, Snippet, _Cand, _PartSums, _render, _Whole, render_marker
 
 __all__ = ["DEFAULT_MARKER", "Snippet", "Scope", "Part", "HitContext", "Piece", "Expansion", "expand",
@@ -90,7 +90,7 @@ class HitContext:
         container: The hit holds several definitions (a class that fit one leaf): its best-matching part is its
             core even when the whole hit fits, and the whole hit comes after the part's context, as its scope.
         neighbours: For a notebook cell, the neighbouring cells that belong with it, as a class belongs with its
-            method (see :func:`~llmc_splitters.retrieval.context.notebook_neighbours`); each path is its cell's.
+            method (see :func:`~llmc_splitters.retrieval.context.lookup.notebook_neighbours`); each path is its cell's.
     """
 
     hit: Snippet

@@ -13,9 +13,9 @@ import re
 import threading
 from typing import Any
 
-from ...errors import ConfigurationError
+from ....errors import ConfigurationError
 from ..filters import SearchFilter
-from ..spanstore import IndexNotFoundError
+from ..span_store import IndexNotFoundError
 from .client import Collections, connect, is_lite, release
 from .engines import MilvusLexical, MilvusVectors, hybrid_search
 from .spans import MilvusSpans
@@ -174,7 +174,7 @@ class MilvusStore:
     @property
     def hybrid(self) -> Any:
         """``hybrid(query, vector, n, filt, files, rrf_k, *, weights, lexical_weight) -> [(id, score)]``: one
-        server-side fused search (:func:`~llmc_splitters.retrieval.milvus.engines.hybrid_search`), or ``None`` with
+        server-side fused search (:func:`~llmc_splitters.retrieval.storage.milvus.engines.hybrid_search`), or ``None`` with
         ``fusion="client"`` or a lexical-only collection."""
         if self.fusion != "server" or not self.cols.dimension:
             return None

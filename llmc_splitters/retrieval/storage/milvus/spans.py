@@ -1,5 +1,5 @@
 """The span store of an index on Milvus: :class:`MilvusSpans`, the interface of
-:class:`~llmc_splitters.retrieval.spanstore.SpanStore` over the collections of :mod:`.client`.
+:class:`~llmc_splitters.retrieval.storage.span_store.SpanStore` over the collections of :mod:`.client`.
 
 A file is written as its rows (text, place, metadata, code terms and, for a dense index, the vector from the
 vector cache, so the BM25 postings and the vectors are written with the rows and nothing is left pending), then
@@ -17,11 +17,11 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ...chunking.span import Span
+from ....chunking.span import Span
 from ..filters import ancestor_dirs
-from ..lexical_index import row_lexical_text
-from ..span_schema import FileMarker, FileWrite, SpanRow
-from ..spanstore import IndexNotFoundError
+from ..lexical_tantivy import row_lexical_text
+from ..span_rows import FileMarker, FileWrite, SpanRow
+from ..span_store import IndexNotFoundError
 from .client import Collections, fit_terms, in_list, key_is, literal, pack_text, unpack_text
 
 __all__ = ["MilvusSpans", "milvus_row"]
@@ -83,8 +83,8 @@ def _by_place(rows: Iterable[Span]) -> list[Span]:
 
 
 class MilvusSpans:
-    """The span store of a :class:`~llmc_splitters.retrieval.milvus.MilvusStore` (see the module docstring); the
-    same public interface as :class:`~llmc_splitters.retrieval.spanstore.SpanStore`.
+    """The span store of a :class:`~llmc_splitters.retrieval.storage.milvus.MilvusStore` (see the module docstring); the
+    same public interface as :class:`~llmc_splitters.retrieval.storage.span_store.SpanStore`.
 
     Every write is complete in Milvus when it returns: the outbox (``pending``, ``stale``) stays empty.
 

@@ -12,14 +12,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..chunking.span import Span
-from ..errors import ConfigurationError
-from .filters import SearchFilter
-from .fuse import reciprocal_rank_fusion
-from .parts import HasParts, IndexParts, parts_of
+from ...chunking.span import Span
+from ...errors import ConfigurationError
+from ..storage.filters import SearchFilter
+from .fusion import reciprocal_rank_fusion
+from ..storage.parts import HasParts, IndexParts, parts_of
 from .question import Question, analyze_question, weigh
 from .ranking import FileRank, Ranking, rank
-from .spanstore import SpanRow
+from ..storage.span_store import SpanRow
 
 __all__ = ["Hit", "SearchResult", "confidence", "rank_texts", "search"]
 
@@ -63,7 +63,7 @@ class SearchResult:
         signals: What the confidence is computed from (see :func:`confidence`): ``lexical_margin`` and
             ``dense_margin`` (the top hit's softmax share in each list), ``coverage`` (the share of the query's
             IDF weight the top hit matches), ``cosine`` (the top hit's similarity to the query).
-        files: The best distinct files, best first (:class:`~llmc_splitters.retrieval.ranking.FileRank`: path,
+        files: The best distinct files, best first (:class:`~llmc_splitters.retrieval.search.ranking.FileRank`: path,
             score, the best span's lines and symbol), beyond the hits: up to 20 by default.
         shape: The question's shape (``symbol``, ``words`` or ``report``; see :mod:`.question`).
     """
@@ -122,10 +122,10 @@ def search(
 ) -> SearchResult:
     """Find the leaves that best match ``query`` (see :meth:`~llmc_splitters.retrieval.CodeIndex.search`).
 
-    ``index`` is the index's :class:`~llmc_splitters.retrieval.parts.IndexParts` (or what holds them: the index).
-    The question is read by :func:`~llmc_splitters.retrieval.question.analyze_question`, each engine returns up to
-    ``candidates`` leaves, and :func:`~llmc_splitters.retrieval.ranking.rank` orders them under ``ranking`` (the
-    default :class:`~llmc_splitters.retrieval.ranking.Ranking` when ``None``); ``rrf_k`` overrides its fusion
+    ``index`` is the index's :class:`~llmc_splitters.retrieval.storage.parts.IndexParts` (or what holds them: the index).
+    The question is read by :func:`~llmc_splitters.retrieval.search.question.analyze_question`, each engine returns up to
+    ``candidates`` leaves, and :func:`~llmc_splitters.retrieval.search.ranking.rank` orders them under ``ranking`` (the
+    default :class:`~llmc_splitters.retrieval.search.ranking.Ranking` when ``None``); ``rrf_k`` overrides its fusion
     constant. The result lists the ``files`` best files beside the ``k`` hits.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
@@ -211,9 +211,9 @@ def rank_texts(index: IndexParts | HasParts, query: str, texts: Sequence[str], q
     """Indices of ``texts`` (parts of one hit) best match first, by the index's own scorers restricted to them:
     BM25 with the lexical index's document frequencies, fused by RRF with cosine similarity when the index is dense.
 
-    ``index`` is the index's :class:`~llmc_splitters.retrieval.parts.IndexParts` (or what holds them: the index).
+    ``index`` is the index's :class:`~llmc_splitters.retrieval.storage.parts.IndexParts` (or what holds them: the index).
     """
-    from .lexical import code_terms
+    from ..terms import code_terms
 
     parts = parts_of(index)
     terms = code_terms(query)
@@ -271,7 +271,7 @@ def _signals(parts: IndexParts, query: str, top: Span | None, lexical: Sequence[
     """The measurements :func:`confidence` combines, for the top fused hit."""
     if top is None:
         return {}
-    from .lexical import code_terms
+    from ..terms import code_terms
 
     out = {"lexical_margin": _softmax_share(top.id, lexical, _TAU_LEXICAL, True)}
     terms = set(code_terms(query))

@@ -1,14 +1,14 @@
 """The vectors of an index in any LangChain ``VectorStore``, not only Chroma.
 
 :class:`VectorStoreAdapter` implements the vector-store protocol of :class:`~llmc_splitters.retrieval.CodeIndex`
-(:class:`~llmc_splitters.retrieval.store.VectorStore`: ``open``, ``upsert``, ``delete``, ``query``, ``count``) over a
+(:class:`~llmc_splitters.retrieval.storage.chroma_vectors.VectorStore`: ``open``, ``upsert``, ``delete``, ``query``, ``count``) over a
 LangChain ``VectorStore`` (``InMemoryVectorStore``, ``Chroma``, ``Qdrant``, ``PGVector``, ...). The store embeds what
 it is given with its own model: each searched record (a leaf, a summary) is added under its span id with the text
 the index would embed (path, symbol, then the span's text) and the few keys a search filters on. Spans, parents,
 skeletons and import bindings live in the index's span store (``path=``), never in the vector store.
 
 LangChain has no common filter syntax, so a filtered search fetches ``fetch_factor`` times more neighbours and
-filters them here (widening until enough pass); Chroma (:class:`~llmc_splitters.retrieval.store.ChromaStore`)
+filters them here (widening until enough pass); Chroma (:class:`~llmc_splitters.retrieval.storage.chroma_vectors.ChromaStore`)
 filters inside its search.
 
 :func:`~llmc_splitters.retrieval.vectorstore.code_index` builds an index over one.
@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ConfigurationError, missing_dependency
+from ...errors import ConfigurationError, missing_dependency
 from .filters import SearchFilter
-from .store import Record
+from .chroma_vectors import Record
 
 __all__ = ["StoreEmbedding", "VectorStoreAdapter"]
 

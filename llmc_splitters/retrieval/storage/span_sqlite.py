@@ -1,6 +1,6 @@
 """The span store's SQLite file: creating it, recognising an old or foreign format, connections, transactions.
 
-:class:`SpanStore <llmc_splitters.retrieval.spanstore.SpanStore>` reads and writes through
+:class:`SpanStore <llmc_splitters.retrieval.storage.span_store.SpanStore>` reads and writes through
 :class:`SQLiteIndexFile`:
 
 * the file ``DIR/llmc.sqlite3`` is created by the first write (a temporary store's at once), atomically: an
@@ -24,8 +24,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import LlmcError
-from .span_schema import _SCHEMA, DB_FILE, FORMAT
+from ...errors import LlmcError
+from .span_rows import _SCHEMA, DB_FILE, FORMAT
 
 __all__ = ["IndexNotFoundError", "SQLiteIndexFile", "StoreError"]
 
@@ -45,7 +45,7 @@ class IndexNotFoundError(StoreError):
 
 class SQLiteIndexFile:
     """The SQLite file under a span store (see the module docstring); its arguments are
-    :class:`~llmc_splitters.retrieval.spanstore.SpanStore`'s."""
+    :class:`~llmc_splitters.retrieval.storage.span_store.SpanStore`'s."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True,
                  timeout: float | None = None) -> None:

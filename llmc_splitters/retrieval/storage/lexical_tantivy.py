@@ -1,6 +1,6 @@
 """The persistent lexical index: BM25 over code-aware terms, on disk, read by postings (tantivy).
 
-Terms are computed once, at index time, by :func:`~llmc_splitters.retrieval.lexical.code_terms` and stored
+Terms are computed once, at index time, by :func:`~llmc_splitters.retrieval.terms.code_terms` and stored
 pre-split (the index's tokenizer only splits on whitespace), so a query costs the postings of its own terms, not
 the size of the index. Ranking is BM25 (``k1 = 1.2``, ``b = 0.75``, Lucene's IDF ``ln(1 + (N - n + 0.5) / (n +
 0.5))``: the formula ``bm25s`` used before), evaluated with block-max WAND, so the top hits are found without
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import missing_dependency
+from ...errors import missing_dependency
 from .filters import SearchFilter, ancestor_dirs
-from .lexical import code_terms
+from ..terms import code_terms
 
 __all__ = ["LexDoc", "LexicalIndex", "lexical_text", "row_lexical_text"]
 
@@ -50,7 +50,7 @@ def lexical_text(path: str | None, name: str | None, breadcrumb: Any, text: str)
 
 def row_lexical_text(span: Any, role: str) -> str:
     """What the lexical index sees of a searched row of ``role``: a leaf with its symbol and breadcrumb, a summary
-    with its text alone (as :func:`~llmc_splitters.retrieval.records.build_file` lays them out; another engine of
+    with its text alone (as :func:`~llmc_splitters.retrieval.storage.file_rows.build_file` lays them out; another engine of
     BM25, such as Milvus, indexes the same terms)."""
     leaf = role == "leaf"
     return lexical_text(span.path, span.name if leaf else None, span.metadata.get("breadcrumb") if leaf else "",
@@ -115,7 +115,7 @@ class LexicalIndex:
             try:
                 self._writer = self.index.writer(heap_size=_HEAP, num_threads=1)
             except ValueError as exc:
-                from .spanstore import StoreError
+                from .span_store import StoreError
 
                 msg = (f"could not open the lexical index {self.directory} for writing: {exc}. Another process is "
                        "probably indexing into it; wait for it to finish")

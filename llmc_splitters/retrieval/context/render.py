@@ -1,6 +1,6 @@
 """Rendering a set of context candidates, and measuring it: the literal pieces of one file merged by byte range,
 skeletons without the lines shown verbatim, each piece under its ``# path:start-end`` marker, files in the order of
-their best hit (see :mod:`llmc_splitters.retrieval.expand`, which decides what the candidates are)."""
+their best hit (see :mod:`llmc_splitters.retrieval.context.expand`, which decides what the candidates are)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..chunking.notebook import split_cell_path
+from ...chunking.notebook import split_cell_path
 
 if TYPE_CHECKING:
-    from ..chunking.analysis import SkeletonEntry
+    from ...chunking.analysis import SkeletonEntry
 
 __all__ = ["Snippet", "Scope", "Piece", "render_marker"]
 
@@ -183,7 +183,7 @@ def _merge(cands: list[_Cand]) -> list[Piece]:
 @lru_cache(maxsize=256)
 def _entries(skeleton: str) -> tuple[SkeletonEntry, ...]:
     """A skeleton's entries, parsed once per skeleton (a context is measured many times while it is built)."""
-    from ..chunking.analysis import skeleton_entries
+    from ...chunking.analysis import skeleton_entries
 
     return tuple(skeleton_entries(skeleton))
 

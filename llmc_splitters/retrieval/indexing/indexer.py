@@ -6,7 +6,7 @@ For each file (from disk or from memory):
    (under the same chunking settings) is not read at all. A file whose stat changed is read and hashed; if its
    content hash is the same, only the new stat is recorded (a ``touch`` re-indexes and re-embeds nothing).
 2. **Chunk** (in this process, or in worker processes with ``workers > 1``) and lay the file out
-   (:func:`~llmc_splitters.retrieval.records.build_file`).
+   (:func:`~llmc_splitters.retrieval.storage.file_rows.build_file`).
 3. **Embed**, batched across the files of a group. Views whose vector is already cached (by content hash: the
    same text embedded before, by this or an interrupted run, under any path) are not embedded again; new vectors
    are cached at once, in their own transaction, so no run pays for them twice.
@@ -38,15 +38,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..chunking.inputs import decode
-from ..errors import ConfigurationError, LlmcError
-from .lexical_index import LexDoc, lexical_text
-from .parts import Dense, HasParts, IndexParts, parts_of
-from .records import PreparedFile, build_file, embed_source, sha, split_note
-from .spanstore import LEXICAL, VECTORS, SpanRow
+from ...chunking.inputs import decode
+from ...errors import ConfigurationError, LlmcError
+from ..storage.lexical_tantivy import LexDoc, lexical_text
+from ..storage.parts import Dense, HasParts, IndexParts, parts_of
+from ..storage.file_rows import PreparedFile, build_file, embed_source, sha, split_note
+from ..storage.span_store import LEXICAL, VECTORS, SpanRow
 from .group_writer import GroupWriter
-from .store import Record, vector_metadata
+from ..storage.chroma_vectors import Record, vector_metadata
 from .workers import Outcome, chunk, chunk_in_processes
+from .workers import payload as worker_payload
 
 __all__ = ["IndexInterrupted", "IndexReport", "Indexer", "Item", "read_text", "stat_of"]
 
@@ -191,7 +192,7 @@ class Indexer:
     """The write path of one index (see the module docstring).
 
     Args:
-        parts: The engines it writes to and the chunker (:class:`~llmc_splitters.retrieval.parts.IndexParts`), or
+        parts: The engines it writes to and the chunker (:class:`~llmc_splitters.retrieval.storage.parts.IndexParts`), or
             what holds them (a :class:`~llmc_splitters.retrieval.CodeIndex`).
     """
 
@@ -229,7 +230,7 @@ class Indexer:
                 source = ((it, None) for it in todo)
             else:
                 # A lexical index (nothing to embed): the workers lay the files out too.
-                payload = self.parts.chunking.payload(workers, layout=fp if self.parts.dense is None else None)
+                payload = worker_payload(self.parts.chunking, workers, layout=fp if self.parts.dense is None else None)
                 texts = {}
 
                 def pairs() -> Iterator[tuple[str, str, tuple[int, int] | None]]:

@@ -1,7 +1,7 @@
 """Chunking in worker processes: a ``spawn`` pool that chunks files while the calling process embeds and writes.
 
 Sent a :class:`Layout` instead of a bare chunker (a lexical index: nothing to embed), a worker also lays each file
-out as the index stores it (:func:`~llmc_splitters.retrieval.records.build_file`: rows, bindings, summaries, lexical
+out as the index stores it (:func:`~llmc_splitters.retrieval.storage.file_rows.build_file`: rows, bindings, summaries, lexical
 terms), so the calling process only writes.
 
 Results come back in input order with a bounded number of files in flight. A worker that dies (a crash in native
@@ -12,6 +12,7 @@ before it stops (see :mod:`.indexing`).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -23,13 +24,16 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..chunking.span import Span, SpanTree
-from ..errors import LlmcError, UnsupportedInputError
-from .records import FileSummaryInput, PreparedFile, build_file, sha, split_note
+from ...chunking.span import Span, SpanTree
+from ...errors import ConfigurationError, LlmcError, UnsupportedInputError
+from ..storage.file_rows import FileSummaryInput, PreparedFile, build_file, sha, split_note
 
-__all__ = ["Layout", "chunk", "chunk_in_processes"]
+if TYPE_CHECKING:
+    from ..storage.parts import Chunking
+
+__all__ = ["Layout", "chunk", "chunk_in_processes", "payload"]
 
 Stat = tuple[int, int] | None
 Outcome = SpanTree | str | tuple[PreparedFile, str | None]
@@ -53,6 +57,28 @@ class Layout:
         except LlmcError as exc:
             return "error", str(exc)
         return "prepared", (prepared, split_note(tree, len(text.encode("utf-8", "surrogatepass"))))
+
+
+def payload(chunking: Chunking, workers: int, *, layout: str | None = None) -> bytes:
+    """``chunking``'s chunker, pickled to send it to ``workers`` worker processes; with ``layout`` (the settings
+    fingerprint), a :class:`Layout` of it and the summariser, so the workers lay the files out too (when the
+    summariser cannot be pickled, the chunker alone).
+
+    Raises:
+        ConfigurationError: The chunker cannot be pickled (the message says what to do instead).
+    """
+    if layout is not None:
+        with contextlib.suppress(Exception):  # pickling raises PicklingError, TypeError, AttributeError...
+            return pickle.dumps(Layout(chunking.chunker, layout, chunking.summarizer))
+    try:
+        return pickle.dumps(chunking.chunker)
+    except Exception as exc:  # noqa: BLE001 - pickling raises PicklingError, TypeError, AttributeError...
+        msg = (
+            f"workers={workers} needs a chunker that can be pickled to send it to worker processes, but "
+            f"{type(chunking.chunker).__name__} cannot ({type(exc).__name__}: {exc}). Use workers=1, or a "
+            "tokenizer defined at module level (not a lambda or a closure)."
+        )
+        raise ConfigurationError(msg) from exc
 
 
 def chunk(chunker: Any, path: str, text: str) -> SpanTree:

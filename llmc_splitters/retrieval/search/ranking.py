@@ -1,7 +1,7 @@
 """The ranking rules between the engines' candidate lists and the hits: what decides which spans and files a
 question reaches.
 
-:func:`~llmc_splitters.retrieval.search.search` takes up to ``candidates`` spans from each engine (BM25 over the
+:func:`~llmc_splitters.retrieval.search.hits.search` takes up to ``candidates`` spans from each engine (BM25 over the
 question's weighted terms, see :mod:`.question`; cosine similarity when the index is dense), reads them from the span
 store, and :func:`rank` orders them:
 
@@ -14,7 +14,7 @@ store, and :func:`rank` orders them:
 3. **Noise** (``noise``): spans of tests, examples, fixtures, benchmarks, vendored code, compat shims, TypeScript
    declaration files (``.d.ts``) and declarations (``interface``/``type``), and prose documents (Markdown, text,
    reStructuredText, HTML) get ``noise_factor`` times their score, unless the question asks for that kind ("the test
-   for ...", "the docs of ..."; see :attr:`~llmc_splitters.retrieval.question.Question.asks_for`). Questions about
+   for ...", "the docs of ..."; see :attr:`~llmc_splitters.retrieval.search.question.Question.asks_for`). Questions about
    code are answered by code; these files repeat the names the question uses and crowd it out.
 4. **Tiny** (``tiny``): a piece of a split definition under ``tiny_tokens`` tokens that neither starts it nor
    defines anything itself (a lone closing brace, a trailing fragment; a short method of a split class is whole) gets ``tiny_factor`` times its score: it cannot stand alone, BM25's length
@@ -40,8 +40,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from ..chunking.span import Span
-from ..errors import ConfigurationError
+from ...chunking.span import Span
+from ...errors import ConfigurationError
 from .question import Question
 
 __all__ = ["Ranking", "FileRank", "Ranked", "noise_kinds", "rank"]

@@ -2,9 +2,9 @@
 
 Each is one server call with the filter (path, language, kind, role) as the call's expression, evaluated inside
 Milvus. BM25 is computed by the server from the ``terms`` field (a ``BM25`` function, ``k1 = 1.2``, ``b = 0.75``):
-those are the terms the tantivy index holds (:func:`~llmc_splitters.retrieval.lexical_index.row_lexical_text`), so
+those are the terms the tantivy index holds (:func:`~llmc_splitters.retrieval.storage.lexical_tantivy.row_lexical_text`), so
 camelCase and snake_case are split the same way, and a query is turned into terms by
-:func:`~llmc_splitters.retrieval.lexical.code_terms` as it is for tantivy. Milvus Lite returns a BM25 hit's score
+:func:`~llmc_splitters.retrieval.terms.code_terms` as it is for tantivy. Milvus Lite returns a BM25 hit's score
 negated (``-1.14`` for a better hit than ``-0.86``, best first); a server returns it positive: the score reported
 is its magnitude, so larger is better on both.
 """
@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..filters import SearchFilter
-from ..lexical import code_terms
+from ...terms import code_terms
 from .client import MAX_LIMIT, Collections, in_list, literal, pymilvus
 
 __all__ = ["MilvusLexical", "MilvusVectors", "filter_expr", "hybrid_search"]
@@ -62,7 +62,7 @@ def _hits(got: Any) -> list[tuple[str, float]]:
 
 class MilvusLexical:
     """BM25 over one role's rows (``leaf`` or ``summary``): the interface of
-    :class:`~llmc_splitters.retrieval.lexical_index.LexicalIndex`. The terms are written with the rows by the span
+    :class:`~llmc_splitters.retrieval.storage.lexical_tantivy.LexicalIndex`. The terms are written with the rows by the span
     store, so ``replace`` and ``commit`` have nothing left to do."""
 
     def __init__(self, cols: Collections, role: str) -> None:
@@ -147,7 +147,7 @@ class MilvusLexical:
 
 
 class MilvusVectors:
-    """The dense vectors of the rows: the interface of :class:`~llmc_splitters.retrieval.store.VectorStore`. The
+    """The dense vectors of the rows: the interface of :class:`~llmc_splitters.retrieval.storage.chroma_vectors.VectorStore`. The
     span store writes each row with its vector (from the vector cache), so ``upsert`` and ``delete`` have nothing
     left to do."""
 

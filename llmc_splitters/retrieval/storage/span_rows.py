@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..chunking.span import Span
+from ...chunking.span import Span
 
 FORMAT = "llmc-index/2"
 DB_FILE = "llmc.sqlite3"

@@ -3,7 +3,7 @@
 A vector store holds vectors and nothing else the index needs: each searched record (a leaf or a summary) under its
 span id, with the few flat keys a search filters on (``file``, ``dirs``: the file's ancestor directories, ``language``,
 ``kind``, ``role``). Texts, spans, parents and bindings live in the span store
-(:mod:`llmc_splitters.retrieval.spanstore`); Chroma's default embedding function (which downloads a model) is never
+(:mod:`llmc_splitters.retrieval.storage.span_store`); Chroma's default embedding function (which downloads a model) is never
 used: vectors are always passed in.
 
 Leaves and summaries go to two collections (``NAME`` and ``NAME_summaries``), so that an unfiltered search needs no
@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import ConfigurationError, LlmcError, missing_dependency
+from ...errors import ConfigurationError, LlmcError, missing_dependency
 from .filters import SearchFilter, ancestor_dirs
-from .spanstore import StoreError
+from .span_store import StoreError
 
 __all__ = ["ChromaStore", "Record", "StoreError", "VectorStore", "vector_metadata"]
 

@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..chunking.languages import INDEXED_PATTERNS
+from ...chunking.languages import INDEXED_PATTERNS
 
 __all__ = ["DEFAULT_INCLUDE", "select_files"]
 
@@ -46,7 +46,7 @@ def select_files(base: Path, include: Sequence[str], exclude: Sequence[str]) -> 
 
 def _script(path: Path) -> bool:
     """Whether an extensionless file starts with a ``#!`` line naming an interpreter whose language we parse."""
-    from ..chunking.languages import language_from_shebang
+    from ...chunking.languages import language_from_shebang
 
     try:
         with path.open("rb") as fh:

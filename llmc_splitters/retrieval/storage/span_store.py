@@ -24,8 +24,8 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..chunking.span import Span
-from .span_schema import (  # noqa: F401 - DB_FILE, LEXICAL: re-exported for callers
+from ...chunking.span import Span
+from .span_rows import (  # noqa: F401 - DB_FILE, LEXICAL: re-exported for callers
     _SPAN_COLUMNS,
     DB_FILE,
     FORMAT,
@@ -50,7 +50,7 @@ class SpanStore(SQLiteIndexFile):
     """The SQLite store of an index (see the module docstring).
 
     Its public interface, what the rest of the library calls on a span store (the first line comes from
-    :class:`~llmc_splitters.retrieval.span_sqlite.SQLiteIndexFile`, the rest is defined here)::
+    :class:`~llmc_splitters.retrieval.storage.span_sqlite.SQLiteIndexFile`, the rest is defined here)::
 
         the file      dir, file, timeout, exists, temporary, require(), snapshot(), close()
         settings      get_meta(), set_meta(), set_meta_on_create()

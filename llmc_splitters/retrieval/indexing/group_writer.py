@@ -1,6 +1,6 @@
 """Embed and write prepared groups of files on two threads of their own, in order, while the caller chunks the next.
 
-Used by :class:`~llmc_splitters.retrieval.indexing.Indexer` (steps 3 and 4 of its module docstring).
+Used by :class:`~llmc_splitters.retrieval.indexing.indexer.Indexer` (steps 3 and 4 of its module docstring).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from .records import PreparedFile
+from ..storage.file_rows import PreparedFile
 
 Stage = Callable[[list[PreparedFile]], None]
 Size = Callable[[list[PreparedFile]], int]

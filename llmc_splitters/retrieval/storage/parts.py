@@ -1,14 +1,14 @@
 """The parts an index is made of, as its write path and its search are handed them.
 
 :class:`~llmc_splitters.retrieval.CodeIndex` composes one index from separate engines and hands them, as one
-:class:`IndexParts`, to the write path (:class:`~llmc_splitters.retrieval.indexing.Indexer`) and to the search
-(:func:`~llmc_splitters.retrieval.search.search`). Those modules take what they use from it and never import the
+:class:`IndexParts`, to the write path (:class:`~llmc_splitters.retrieval.indexing.indexer.Indexer`) and to the search
+(:func:`~llmc_splitters.retrieval.search.hits.search`). Those modules take what they use from it and never import the
 index, which stands above them. Another engine behind the same interface (a vector store, a ranking stage) plugs
 in here:
 
-* ``spans``: the :class:`~llmc_splitters.retrieval.spanstore.SpanStore`, the source of truth: every row by id, by
+* ``spans``: the :class:`~llmc_splitters.retrieval.storage.span_store.SpanStore`, the source of truth: every row by id, by
   name and by range, the files' markers, the outbox of what the other engines still miss, the vector cache;
-* ``lexical(role)``: the :class:`~llmc_splitters.retrieval.lexical_index.LexicalIndex` of the ``leaf`` or the
+* ``lexical(role)``: the :class:`~llmc_splitters.retrieval.storage.lexical_tantivy.LexicalIndex` of the ``leaf`` or the
   ``summary`` rows;
 * ``chunking``: how a file becomes spans, and what identifies that (:class:`Chunking`);
 * ``dense``: the embedding model, the text it embeds of a row, the vector store and the batch embedder
@@ -24,20 +24,17 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from .embeddings import BatchEmbedder, Embedding
-    from .lexical_index import LexicalIndex
-    from .records import FileSummaryInput, View
-    from .spanstore import SpanStore
-    from .store import VectorStore
+    from ..embeddings import BatchEmbedder, Embedding
+    from .lexical_tantivy import LexicalIndex
+    from .file_rows import FileSummaryInput, View
+    from .span_store import SpanStore
+    from .chroma_vectors import VectorStore
 
 __all__ = ["Chunking", "Dense", "HasParts", "IndexParts", "parts_of", "settings_fingerprint"]
 
@@ -45,7 +42,7 @@ __all__ = ["Chunking", "Dense", "HasParts", "IndexParts", "parts_of", "settings_
 def settings_fingerprint(chunker: Any) -> str:
     """What identifies a chunker's settings and the library version (see
     :attr:`CodeIndex.settings_fingerprint <llmc_splitters.retrieval.CodeIndex.settings_fingerprint>`)."""
-    from .. import __version__
+    from ... import __version__
 
     tok = getattr(getattr(chunker, "tokenizer", None), "name", None)
     return f"{type(chunker).__name__}:{getattr(chunker, 'max_tokens', '?')}:{tok}:{__version__}"
@@ -69,29 +66,6 @@ class Chunking:
         """What a file's marker records of the settings it was chunked under (:func:`settings_fingerprint`)."""
         return settings_fingerprint(self.chunker)
 
-    def payload(self, workers: int, *, layout: str | None = None) -> bytes:
-        """The chunker, pickled to send it to ``workers`` worker processes; with ``layout`` (the settings
-        fingerprint), a :class:`~llmc_splitters.retrieval.workers.Layout` of it and the summariser, so the workers
-        lay the files out too (when the summariser cannot be pickled, the chunker alone).
-
-        Raises:
-            ConfigurationError: The chunker cannot be pickled (the message says what to do instead).
-        """
-        if layout is not None:
-            from .workers import Layout
-
-            with contextlib.suppress(Exception):  # pickling raises PicklingError, TypeError, AttributeError...
-                return pickle.dumps(Layout(self.chunker, layout, self.summarizer))
-        try:
-            return pickle.dumps(self.chunker)
-        except Exception as exc:  # noqa: BLE001 - pickling raises PicklingError, TypeError, AttributeError...
-            msg = (
-                f"workers={workers} needs a chunker that can be pickled to send it to worker processes, but "
-                f"{type(self.chunker).__name__} cannot ({type(exc).__name__}: {exc}). Use workers=1, or a "
-                "tokenizer defined at module level (not a lambda or a closure)."
-            )
-            raise ConfigurationError(msg) from exc
-
 
 @dataclass(frozen=True, slots=True)
 class Dense:
@@ -100,8 +74,8 @@ class Dense:
     Attributes:
         embedding: The model: ``embed_query`` for a query, ``embed_documents`` for texts outside the vector cache.
         view: ``view(text, metadata) -> (text to embed, embed hash)``: the bounded text of a row the model embeds
-            (see :func:`~llmc_splitters.retrieval.records.embedding_view`).
-        vectors: Returns the vector store (a :class:`~llmc_splitters.retrieval.store.VectorStore`), opened at the
+            (see :func:`~llmc_splitters.retrieval.storage.file_rows.embedding_view`).
+        vectors: Returns the vector store (a :class:`~llmc_splitters.retrieval.storage.chroma_vectors.VectorStore`), opened at the
             first call.
         embedder: Returns the :class:`~llmc_splitters.retrieval.embeddings.BatchEmbedder` that embeds what is
             written, made at the first call.

@@ -1,6 +1,6 @@
 """Question analysis: a question becomes weighted search terms, the names and paths it mentions, and its shape.
 
-Every face searches through :func:`~llmc_splitters.retrieval.search.search`, which calls :func:`analyze_question`,
+Every face searches through :func:`~llmc_splitters.retrieval.search.hits.search`, which calls :func:`analyze_question`,
 so a question is read the same way by the CLI, the MCP server and both frameworks. What it finds:
 
 * **Stack frames**: Python (``File "pkg/app.py", line 12, in handle``), JavaScript (``at handle
@@ -19,7 +19,7 @@ times its frame weight. :func:`weigh` then drops, from a long question (a report
 holds: they rank nothing and cost postings.
 
 The **shape** decides how lexical and dense results are fused (see
-:class:`~llmc_splitters.retrieval.ranking.Ranking`): ``symbol`` (one to three words, at least one an identifier:
+:class:`~llmc_splitters.retrieval.search.ranking.Ranking`): ``symbol`` (one to three words, at least one an identifier:
 ``ObjectMapper``, ``where is Flask.route defined``: one word, or up to six with an identifier), ``report`` (a bug report: several lines, a
 traceback, code or more than 40 words) or ``words`` (a question in words).
 
@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .lexical import code_terms
+from ..terms import code_terms
 
 __all__ = ["Frame", "Question", "analyze_question", "weigh", "FRAME_WEIGHT", "COMMON_SHARE"]
 

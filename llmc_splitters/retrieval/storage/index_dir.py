@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .spanstore import SpanStore
+from .span_store import SpanStore
 
 __all__ = ["delete_index", "embedding_hint", "embedding_name", "recorded"]
 
@@ -17,7 +17,7 @@ def embedding_name(embedding: Any) -> str:
     """The name an embedding model's vectors are filed under (``"none"`` for lexical only): its identity's."""
     if embedding is None:
         return "none"
-    from .embeddings import identity_of
+    from ..embeddings import identity_of
 
     return identity_of(embedding).name
 
@@ -37,7 +37,7 @@ def recorded(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def embedding_hint(recorded: str) -> str:
     """What to pass as ``embedding=`` to open an index whose vectors come from ``recorded``."""
-    from .embeddings.resolve import recorded_spec
+    from ..embeddings.resolve import recorded_spec
 
     spec = recorded_spec(recorded)
     if spec is not None:
