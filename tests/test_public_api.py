@@ -31,7 +31,7 @@ CORE_ALL = [
 ]
 
 # Heavy or optional packages that importing and using the core must never load.
-NEVER_LOADED_BY_CORE = ["langchain_core", "langchain_text_splitters", "llama_index", "bm25s", "chromadb", "torch",
+NEVER_LOADED_BY_CORE = ["langchain_core", "langchain_text_splitters", "llama_index", "tantivy", "chromadb", "torch",
                         "sentence_transformers", "transformers", "numpy", "mcp", "watchdog", "uvicorn", "starlette"]
 
 
@@ -109,7 +109,7 @@ def test_importing_one_face_does_not_load_the_other_framework():
         """
         import json, sys
         import llmc_splitters.langchain
-        lc = sorted({m.split(".")[0] for m in sys.modules} & {"llama_index", "chromadb", "torch", "bm25s"})
+        lc = sorted({m.split(".")[0] for m in sys.modules} & {"llama_index", "chromadb", "torch", "tantivy"})
         print(json.dumps({"lc": lc}))
         """
     )
@@ -118,7 +118,7 @@ def test_importing_one_face_does_not_load_the_other_framework():
         """
         import json, sys
         import llmc_splitters.llama_index
-        li = sorted({m.split(".")[0] for m in sys.modules} & {"langchain_core", "chromadb", "torch", "bm25s"})
+        li = sorted({m.split(".")[0] for m in sys.modules} & {"langchain_core", "chromadb", "torch", "tantivy"})
         print(json.dumps({"li": li}))
         """
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("chromadb")
-pytest.importorskip("bm25s")
+pytest.importorskip("tantivy")
 
 from fakes import CountingEmbedding  # noqa: E402
 

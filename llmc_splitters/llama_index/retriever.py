@@ -1,7 +1,7 @@
 """``CodeParentRetriever``: the core :class:`~llmc_splitters.retrieval.CodeRetriever` as a LlamaIndex retriever.
 
-Importing this module imports ``llama_index.core`` (the opt-in). ``chromadb`` and ``bm25s`` load when a retriever is
-built; an embedding model only if you pass one.
+Importing this module imports ``llama_index.core`` (the opt-in). ``tantivy`` (the lexical index) loads when a
+retriever is built; ``chromadb`` and an embedding model only if you pass one.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from .context.expand import Expansion, HitContext, Piece, Scope, Snippet, expand
 from .storage.filters import SearchFilter
 from .search.fusion import reciprocal_rank_fusion
 from .index import CodeIndex, FileSummaryInput, Hit, IndexInterrupted, IndexReport, SearchResult
-from .terms import BM25Index, code_terms, split_identifier
+from .terms import code_terms, split_identifier
 from .storage.milvus import MilvusStore, MilvusStoreError
 from .search.question import Question, analyze_question
 from .search.ranking import FileRank, Ranking
@@ -33,7 +33,6 @@ from .storage.span_store import IndexNotFoundError, SpanStore, StoreError
 from .storage.chroma_vectors import ChromaStore, Record
 
 __all__ = [
-    "BM25Index",
     "BoundedView",
     "ChromaStore",
     "CodeIndex",

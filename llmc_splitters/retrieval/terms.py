@@ -1,4 +1,4 @@
-"""Code-aware lexical search: identifier-splitting terms and BM25 (via the ``bm25s`` package, loaded lazily).
+"""Code-aware lexical terms: how code and questions become the terms the lexical index (BM25 on tantivy) matches.
 
 Code mixes identifiers (``maxRetries``, ``max_retries``, ``HTTPServer``) with prose. :func:`code_terms` keeps each
 identifier whole *and* adds its parts, all lowercased, so the query ``retries`` finds ``max_retries``, the query
@@ -17,9 +17,8 @@ import re
 from itertools import chain
 from collections.abc import Iterable, Sequence
 
-from ..errors import missing_dependency
 
-__all__ = ["code_terms", "split_identifier", "BM25Index"]
+__all__ = ["code_terms", "split_identifier"]
 
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|[0-9]+(?:\.[0-9]+)?")
 # camelCase / PascalCase / acronym boundaries: "getHTTPResponse2x" -> get, HTTP, Response2x
@@ -90,56 +89,3 @@ def _word_terms_uncached(word: str, stop: frozenset[str] = _STOPWORDS) -> tuple[
 # Identifiers repeat across code (``self``, ``return``, a module's own names): each word is split once per process.
 _word_terms = functools.lru_cache(maxsize=1 << 17)(_word_terms_uncached)
 
-
-class BM25Index:
-    """A BM25 index over a fixed list of documents (rebuilt, not updated, when the corpus changes).
-
-    Args:
-        documents: The texts to index; results refer to them by position.
-        k1: BM25 term-frequency saturation.
-        b: BM25 length normalisation.
-
-    Raises:
-        MissingDependencyError: ``bm25s`` is not installed (``pip install 'llmc-splitters[bm25]'``).
-
-    Example:
-        >>> idx = BM25Index(["def send(self): ...", "def receive(self): ..."])
-        >>> idx.search("send", k=1)[0][0]
-        0
-    """
-
-    def __init__(self, documents: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> None:
-        try:
-            import bm25s
-        except ImportError as exc:
-            raise missing_dependency("bm25s", "bm25") from exc
-        self.size = len(documents)
-        self._model = None
-        if self.size:
-            model = bm25s.BM25(k1=k1, b=b)
-            model.index([code_terms(d) for d in documents], show_progress=False)
-            self._model = model
-
-    def scores(self, query: str) -> list[float]:
-        """BM25 score of every document (0.0 where no query term occurs)."""
-        if self._model is None:
-            return []
-        terms = code_terms(query)
-        if not terms:
-            return [0.0] * self.size
-        return [float(x) for x in self._model.get_scores(terms)]
-
-    def search(self, query: str, k: int = 10, allowed: Iterable[int] | None = None) -> list[tuple[int, float]]:
-        """The ``k`` best documents with a positive score, as ``(position, score)``, best first.
-
-        Args:
-            query: Free text or identifiers.
-            k: How many results at most.
-            allowed: Restrict the search to these positions (multi-stage retrieval).
-        """
-        scores = self.scores(query)
-        if not scores:
-            return []
-        candidates = range(self.size) if allowed is None else sorted(set(allowed))
-        ranked = sorted(((i, scores[i]) for i in candidates if scores[i] > 0.0), key=lambda t: (-t[1], t[0]))
-        return ranked[:k]
