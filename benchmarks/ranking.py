@@ -38,15 +38,15 @@ import math
 import os
 import platform
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from benchmarks.gitsrc import export_commit
 
 HERE = Path(__file__).resolve().parent
 TUNESET = HERE / "tuneset"
@@ -131,12 +131,7 @@ def source_tree(repo: Repo) -> Path:
         msg = (f"no source for {repo.repo}@{repo.commit[:12]}: put a checkout in $LLMC_TUNE_SOURCES/{repo.key} or a "
                f"bare clone holding that commit in $LLMC_TUNE_MIRRORS/{repo.key}/repo")
         raise SystemExit(msg)
-    tmp = Path(tempfile.mkdtemp(dir=CACHE.parent if CACHE.parent.exists() else None))
-    archive = subprocess.run(["git", "-C", str(mirror), "archive", repo.commit], capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp.rename(dest)
-    return dest
+    return export_commit(mirror, repo.commit, dest)
 
 
 # ------------------------------------------------------------------------------------------------------ metrics
