@@ -58,8 +58,9 @@ METRICS = ("ndcg10", "file_ndcg10", "files_ndcg10")
 PACKAGE = Path(__file__).resolve().parent.parent / "llmc_splitters"
 # Modules of retrieval/ that only answer queries: a change to them leaves an index valid. Everything else under
 # retrieval/ (and all of chunking/) is taken to decide what an index holds; embeddings/ only for a hybrid one.
-QUERY_SIDE = frozenset({"ranking.py", "search.py", "question.py", "fuse.py", "expand.py", "render.py", "context.py",
-                        "retriever.py", "filters.py", "chroma_files.py", "langchain_store.py", "vectorstore.py"})
+QUERY_SIDE = ("retrieval/search/", "retrieval/context/", "retrieval/retriever.py", "retrieval/vectorstore.py",
+              "retrieval/storage/filters.py", "retrieval/storage/chroma_files.py",
+              "retrieval/storage/langchain_vectors.py")
 INDEX_DISTS = ("tree-sitter", "tree-sitter-language-pack", "tantivy", "bm25s")
 
 
@@ -129,7 +130,7 @@ def index_digest(mode: str, max_tokens: int, package: Path = PACKAGE) -> str:
                    if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
     for p in files:
         rel = p.relative_to(package).as_posix()
-        if p.name in QUERY_SIDE or (mode == "lexical" and "/embeddings/" in f"/{rel}"):
+        if rel.startswith(QUERY_SIDE) or (mode == "lexical" and "/embeddings/" in f"/{rel}"):
             continue
         h.update(f"\0{rel}\0".encode())
         h.update(p.read_bytes())

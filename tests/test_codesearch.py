@@ -195,7 +195,7 @@ def test_published_rows_keep_only_dev_repositories(bench: C.Config) -> None:
 
 
 def test_the_index_key_follows_indexing_code_not_ranking_code(tmp_path: Path) -> None:
-    files = {"chunking/chunker.py": "a", "retrieval/index.py": "b", "retrieval/ranking.py": "c",
+    files = {"chunking/chunker.py": "a", "retrieval/index.py": "b", "retrieval/search/ranking.py": "c",
              "retrieval/embeddings/minilm.py": "d"}
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +206,7 @@ def test_the_index_key_follows_indexing_code_not_ranking_code(tmp_path: Path) ->
 
     base = keys()
     assert C.index_digest("lexical", 256, tmp_path) != base[0]
-    (tmp_path / "retrieval/ranking.py").write_text("c2")
+    (tmp_path / "retrieval/search/ranking.py").write_text("c2")
     assert keys() == base
     (tmp_path / "retrieval/embeddings/minilm.py").write_text("d2")
     assert keys()[0] == base[0] and keys()[1] != base[1]
