@@ -4,13 +4,16 @@
     python -m benchmarks.codesearch --mode lexical --repos flask,click --no-peer
     python -m benchmarks.codesearch --mode lexical --ablate noise,tiny --tag no-noise-tiny
     python -m benchmarks.codesearch --mode lexical --rank noise_factor=0.5 --dump /tmp/misses.jsonl
+    python -m benchmarks.codesearch --prepare-standins                # download the registry stand-ins, then exit
 
 The benchmark (questions, gold targets, pinned repositories) is read from a git snapshot of Semble (``--semble``),
 only for the 26 dev repositories of :data:`~benchmarks.codesearch_data.DEV_REPOS`; any other name is refused
 (the rest are held out). Each repository is exported at its pinned ``revision`` from its mirror (``--mirrors``:
 ``<owner>+<name>/repo``, bare clones the tool's ``fetch`` made) into ``$LLMC_BENCH_CACHE/codesearch/src`` and only its
-``benchmark_root`` is indexed, as Semble does. A repository whose mirror is missing or lacks the commit is skipped
-with its reason printed and recorded. Nothing is downloaded here.
+``benchmark_root`` is indexed, as Semble does. A repository whose mirror is missing or lacks the commit runs on its
+registry stand-in (:mod:`benchmarks.codesearch_standins`: axios, httpx and guzzle have one) when
+``--prepare-standins`` has downloaded it and its gold check passes, and is recorded as such; otherwise it is skipped
+with its reason printed and recorded. Only ``--prepare-standins`` downloads; a run downloads nothing.
 
 Our system: :class:`~llmc_splitters.retrieval.CodeRetriever` ``index_directory`` with its default file selection
 (lexical: ``embedding=None``; hybrid: the local ``minilm``), then ``search(question, k=10)`` per question, scored as
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import codesearch_data as D
+from benchmarks import codesearch_standins as S
 from benchmarks.codesearch_report import render
 from benchmarks.gitsrc import ExportError, export_commit, has_commit, mirror_key
 
@@ -66,12 +70,22 @@ INDEX_DISTS = ("tree-sitter", "tree-sitter-language-pack", "tantivy", "bm25s")
 
 @dataclass
 class Prepared:
-    """A dev repository ready to index: its spec, questions and the directory to index (``None`` when skipped)."""
+    """A dev repository ready to index: its spec, questions and the directory to index (``None`` when skipped), and
+    the registry stand-in it runs on when the mirror lacks its pinned commit."""
 
     spec: D.RepoSpec
     tasks: list[D.Task]
     root: Path | None = None
     skip: str | None = None
+    standin: S.Standin | None = None
+    standin_because: str = ""
+
+    @property
+    def key(self) -> str:
+        """The tree's name in the index cache: the pinned commit, or the stand-in's version."""
+        if self.standin is not None:
+            return f"{self.spec.name}@{self.standin.registry}-{self.standin.version}"
+        return f"{self.spec.name}@{self.spec.revision[:12]}"
 
 
 @dataclass
@@ -88,32 +102,55 @@ class Config:
 
 
 def prepare(names: Sequence[str], cfg: Config) -> list[Prepared]:
-    """The dev repositories ``names``: their questions and exported trees, or why each is skipped."""
+    """The dev repositories ``names``: their questions and exported trees (a registry stand-in, see
+    :mod:`benchmarks.codesearch_standins`, when the mirror lacks the pinned commit), or why each is skipped."""
     out = []
     for spec in D.load_specs(cfg.semble, D.check_dev(names)):
         p = Prepared(spec, D.load_tasks(cfg.semble, spec))
         mirror = cfg.mirrors / mirror_key(spec.url) / "repo"
+        lacks = None
         if not mirror.is_dir():
-            p.skip = f"no mirror at {mirror} (not fetched, or over the snapshot size limit)"
+            lacks = f"no mirror at {mirror} (not fetched, or over the snapshot size limit)"
         elif not has_commit(mirror, spec.revision):
-            p.skip = f"the mirror {mirror} lacks the pinned commit {spec.revision[:12]} (snapshot older or pruned)"
+            lacks = f"the mirror {mirror} lacks the pinned commit {spec.revision[:12]} (snapshot older or pruned)"
         else:
-            root_paths = (spec.benchmark_root,) if spec.benchmark_root else ()
-            try:
-                src = export_commit(mirror, spec.revision, cfg.cache / "src" / f"{spec.name}@{spec.revision[:12]}",
-                                    root_paths)
-            except ExportError as exc:
-                p.skip = str(exc)
+            _export(p, mirror, cfg)
+        if lacks and spec.name in S.STANDINS:
+            standin = S.STANDINS[spec.name]
+            p.root, why_not = S.locate(standin, spec, p.tasks, cfg.cache)
+            if p.root is None:
+                p.skip = f"{lacks}; {why_not}"
             else:
-                root = src / spec.benchmark_root if spec.benchmark_root else src
-                if root.is_dir():
-                    p.root = root
-                else:
-                    p.skip = f"benchmark_root {spec.benchmark_root!r} is not a directory at {spec.revision[:12]}"
+                p.standin, p.standin_because = standin, lacks
+                cfg.log(f"standin {spec.name:14} {standin.registry} {standin.label}: {lacks}")
+        elif lacks:
+            p.skip = lacks
         if p.skip:
             cfg.log(f"skip    {spec.name:14} {p.skip}")
         out.append(p)
     return out
+
+
+def _export(p: Prepared, mirror: Path, cfg: Config) -> None:
+    """``p``'s benchmark root at its pinned commit, exported from ``mirror`` (``p.root``), or why not (``p.skip``)."""
+    spec = p.spec
+    root_paths = (spec.benchmark_root,) if spec.benchmark_root else ()
+    try:
+        src = export_commit(mirror, spec.revision, cfg.cache / "src" / p.key, root_paths)
+    except ExportError as exc:
+        p.skip = str(exc)
+        return
+    root = src / spec.benchmark_root if spec.benchmark_root else src
+    if root.is_dir():
+        p.root = root
+    else:
+        p.skip = f"benchmark_root {spec.benchmark_root!r} is not a directory at {spec.revision[:12]}"
+
+
+def standins(prepared: Sequence[Prepared]) -> dict[str, dict[str, str]]:
+    """The repositories of ``prepared`` that run on a registry stand-in, with what it is (for the results)."""
+    return {p.spec.name: {**p.standin.record(p.spec.revision), "because": p.standin_because}
+            for p in prepared if p.standin is not None}
 
 
 def index_digest(mode: str, max_tokens: int, package: Path = PACKAGE) -> str:
@@ -154,7 +191,7 @@ def ensure_index(p: Prepared, mode: str, cfg: Config) -> tuple[Path, float | Non
     """The index of ``p`` in ``mode``, built unless a complete one with the current digest exists; and the seconds
     building took (``None``: re-used). Indexes of other digests for the same repository and mode are removed."""
     assert p.root is not None
-    stem = f"{p.spec.name}@{p.spec.revision[:12]}-{mode}"
+    stem = f"{p.key}-{mode}"
     index_dir = cfg.cache / "index" / f"{stem}-{index_digest(mode, cfg.max_tokens)}"
     done = index_dir / ".complete"
     for old in (cfg.cache / "index").glob(f"{stem}-*"):
@@ -228,7 +265,7 @@ def run(repos: Sequence[str] = D.DEV_REPOS, mode: str = "lexical", ranking: Any 
             f"{summary['overall'].get('repos', 0)} repositories ({len(rows)} questions)")
     return {"mode": mode, "ranking": repr(ranking) if ranking is not None else "default", "summary": summary,
             "rows": rows, "returned": returned, "index_seconds": timings,
-            "skipped": {p.spec.name: p.skip for p in prepared if p.skip}}
+            "skipped": {p.spec.name: p.skip for p in prepared if p.skip}, "standins": standins(prepared)}
 
 
 def run_semble(prepared: Sequence[Prepared], cfg: Config, python: Path = SEMBLE_PYTHON) -> dict[str, Any]:
@@ -310,6 +347,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--semble-python", type=Path, default=SEMBLE_PYTHON, help="python of the venv with semble")
     ap.add_argument("--dump", type=Path, help="write each question's gold and top-10 hits here (JSON lines)")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--prepare-standins", action="store_true",
+                    help="download the registry stand-ins of --repos (default: all that have one), check their gold "
+                         "paths and exit; the only step that downloads")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     try:
@@ -319,6 +359,12 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"codesearch: {exc}") from None
     cfg = Config(semble=args.semble, mirrors=args.mirrors, max_tokens=args.max_tokens, workers=args.workers,
                  reindex=args.reindex)
+    if args.prepare_standins:
+        try:
+            ok = S.prepare_standins(args.semble, names, cfg.cache)
+        except S.StandinError as exc:
+            raise SystemExit(f"codesearch: {exc}") from None
+        raise SystemExit(0 if ok else "codesearch: a stand-in lacks gold (see above)")
     commit = subprocess.run(["git", "-C", str(args.semble), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
     systems: dict[str, Any] = {}
@@ -346,7 +392,7 @@ def main(argv: list[str] | None = None) -> None:
         "command": " ".join(["python -m benchmarks.codesearch", *(sys.argv[1:] if argv is None else argv)]),
         "machine": f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} cores",
         "semble_snapshot": commit, "k": D.K, "repos": names, "scored_repos": scored,
-        "skipped": {p.spec.name: p.skip for p in prepared if p.skip},
+        "skipped": {p.spec.name: p.skip for p in prepared if p.skip}, "standins": standins(prepared),
         "ranking": repr(ranking) if ranking is not None else "default", "systems": systems,
         "wall_seconds": time.perf_counter() - t0,
     }

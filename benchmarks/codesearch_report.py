@@ -24,6 +24,14 @@ def render(results: dict[str, Any]) -> str:
              "the top 10 hits of one search, Semble's scorer (`benchmarks/codesearch_data.py`), mean over questions "
              "per repository then over repositories. Our ranking: "
              f"`{results['ranking']}`.", ""]
+    standins = results.get("standins", {})
+    if standins:
+        lines += ["Stand-ins: no mirror here holds the pinned commit of these repositories, so every system here ran "
+                  "on a release from a package registry instead (`benchmarks/codesearch_standins.py`); their scores "
+                  "are of that release, Semble's published ones of the pinned commit:", ""]
+        lines += [f"- {n}: **stand-in {s['standin']}** for {s['pinned'][:12]}; {s['because']}. Why this release: "
+                  f"{s['why']}." for n, s in standins.items()]
+        lines.append("")
     if results["skipped"]:
         lines += ["Skipped (not scored by any system; the published means below leave them out too):", ""]
         lines += [f"- {n}: {why}" for n, why in results["skipped"].items()]
@@ -61,7 +69,8 @@ def render(results: dict[str, Any]) -> str:
         cells = [systems[n]["summary"]["repos"].get(repo, {}) for n in names]
         lang = next((c["language"] for c in cells if c), "")
         n_q = next((c["n"] for c in cells if "n" in c), "-")
-        lines.append(f"| {repo} | {lang} | {n_q} | " + " | ".join(_f(c.get("ndcg10")) for c in cells) + " |")
+        shown = f"{repo} (stand-in {standins[repo]['standin']})" if repo in standins else repo
+        lines.append(f"| {shown} | {lang} | {n_q} | " + " | ".join(_f(c.get("ndcg10")) for c in cells) + " |")
     timings = [(n, s["index_seconds"]) for n, s in systems.items() if "index_seconds" in s]
     if timings:
         lines += ["", "## Indexing (seconds; re-used = a cached index of the same digest)", ""]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ pytest.importorskip("tantivy")
 from benchmarks import codesearch as C  # noqa: E402
 from benchmarks import codesearch_data as D  # noqa: E402
 from benchmarks import codesearch_standins as S  # noqa: E402
+from benchmarks.codesearch_report import render  # noqa: E402
 
 CLIENT = "def send_request(url):\n    '''Send one HTTP request.'''\n    return url\n\n\nclass Client:\n    pass\n"
 AUTH = "class BasicAuth:\n    def auth_flow(self, request):\n        return request\n"
@@ -101,6 +103,39 @@ def test_install_maps_the_member_to_the_root_and_drops_the_packagers_files(tmp_p
         S.install(wrong, unpacked, tmp_path / "cache" / "other", archive)
 
 
+def test_a_mirror_lacking_the_commit_without_a_stand_in_downloaded_is_skipped(bench: C.Config) -> None:
+    p = {q.spec.name: q for q in C.prepare(["flask", "httpx"], bench)}
+    assert p["flask"].root is not None and p["flask"].standin is None
+    assert p["httpx"].root is None
+    assert "lacks the pinned commit bbbbbbbbbbbb" in p["httpx"].skip
+    assert "httpx@0.29.0 is not downloaded" in p["httpx"].skip and "--prepare-standins" in p["httpx"].skip
+
+
+def test_the_stand_in_is_used_only_when_the_mirror_lacks_the_commit(bench: C.Config, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = _install_httpx(bench, tmp_path, {"httpx/_client.py": CLIENT, "httpx/_auth.py": AUTH})
+    flask_standin = replace(S.STANDINS["httpx"], repo="flask")  # a stand-in for flask too, installed
+    monkeypatch.setitem(S.STANDINS, "flask", flask_standin)
+    unpacked, archive = _unpacked(tmp_path / "flask-pkg", {"httpx/_client.py": CLIENT, "httpx/_auth.py": AUTH})
+    S.install(flask_standin, unpacked, S.standin_dir(bench.cache, flask_standin), archive)
+    p = {q.spec.name: q for q in C.prepare(["flask", "httpx"], bench)}
+    assert p["httpx"].skip is None and p["httpx"].root == tree / "httpx"
+    assert p["httpx"].key == "httpx@pypi-0.29.0"
+    assert p["flask"].standin is None  # its mirror holds the pinned commit: the git export, not the stand-in
+    assert p["flask"].root == bench.cache / "src" / p["flask"].key / "httpx"
+    record = C.standins(p.values())
+    assert list(record) == ["httpx"]
+    assert record["httpx"]["standin"] == "pypi httpx@0.29.0" and record["httpx"]["pinned"] == "b" * 40
+    assert "lacks the pinned commit" in record["httpx"]["because"]
+
+
+def test_a_stand_in_that_lacks_gold_is_not_used(bench: C.Config, tmp_path: Path) -> None:
+    _install_httpx(bench, tmp_path, {"httpx/_client.py": "x = 1\n"})
+    (p,) = C.prepare(["httpx"], bench)
+    assert p.root is None
+    assert "lacks gold: httpx/_client.py:1-3: the file has 1 lines; httpx/_auth.py: no such file" in p.skip
+
+
 def test_prepare_standins_checks_an_installed_stand_in_without_downloading(bench: C.Config, tmp_path: Path) -> None:
     _install_httpx(bench, tmp_path, {"httpx/_client.py": CLIENT, "httpx/_auth.py": AUTH})
     said: list[str] = []
@@ -111,3 +146,18 @@ def test_prepare_standins_checks_an_installed_stand_in_without_downloading(bench
     said.clear()
     assert not S.prepare_standins(bench.semble, ["httpx"], bench.cache, said.append)
     assert said[-1] == "    missing httpx/_auth.py: no such file"
+
+
+def test_a_run_on_a_stand_in_scores_it_and_says_so(bench: C.Config, tmp_path: Path) -> None:
+    _install_httpx(bench, tmp_path, {"httpx/_client.py": CLIENT, "httpx/_auth.py": AUTH})
+    out = C.run(["httpx"], "lexical", cfg=bench)
+    assert out["skipped"] == {} and out["standins"]["httpx"]["version"] == "0.29.0"
+    assert [r["query"] for r in out["rows"]] == ["send_request", "basic authentication flow"]
+    assert out["rows"][0]["ndcg10"] == 1.0  # the stand-in's _client.py is what was indexed
+    assert any(p.name.startswith("httpx@pypi-0.29.0-lexical-") for p in (bench.cache / "index").iterdir())
+    results = {"date": "d", "command": "c", "machine": "m", "wall_seconds": 1.0, "semble_snapshot": "0" * 40,
+               "repos": ["httpx"], "scored_repos": ["httpx"], "skipped": {}, "ranking": "default",
+               "standins": out["standins"], "systems": {"ours-lexical": out}}
+    md = render(results)
+    assert "- httpx: **stand-in pypi httpx@0.29.0** for bbbbbbbbbbbb; the mirror" in md
+    assert "| httpx (stand-in pypi httpx@0.29.0) | python | 2 |" in md
