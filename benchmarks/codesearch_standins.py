@@ -12,8 +12,9 @@ repository whose mirror lacks the pinned commit, and only when the stand-in is t
 
 How the versions were chosen: the pinned commits are in Semble's ``repos.json`` from its first commit of the
 benchmark (2026-04-15) on. Semble's published results give each repository's chunk count under Semble's chunker of
-then (chonkie 1.6.2, ``chunk_size=1500``); that chunker run here gives the published count exactly on flask, click,
-requests, express and nvm (pinned trees from their mirrors), so it fingerprints a tree. The counts per candidate are
+then (its ``src/semble/index/chunker.py`` at 2018720: chonkie 1.6.2, ``chunk_size=1500``; run with
+tree-sitter-language-pack 0.13.0, whose grammars ship in the wheel); that chunker gives the published count exactly
+on flask, click, requests, express and nvm (pinned trees from their mirrors), so it fingerprints a tree. The counts per candidate are
 in :data:`STANDINS` (``why``).
 """
 
@@ -149,7 +150,11 @@ def install(s: Standin, unpacked: Path, dest: Path, archive: Path) -> Path:
 
 
 def _client(cmd: list[str], cwd: Path) -> None:
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        msg = f"{cmd[0]} is not installed; it downloads this stand-in"
+        raise StandinError(msg) from None
     if done.returncode != 0:
         msg = f"{' '.join(cmd)} failed: {(done.stderr or done.stdout).strip()[-800:]}"
         raise StandinError(msg)
