@@ -16,7 +16,7 @@ registry stand-in (:mod:`benchmarks.codesearch_standins`: axios, httpx and guzzl
 with its reason printed and recorded. Only ``--prepare-standins`` downloads; a run downloads nothing.
 
 Our system: :class:`~llmc_splitters.retrieval.CodeRetriever` ``index_directory`` with its default file selection
-(lexical: ``embedding=None``; hybrid: the local ``minilm``), then ``search(question, k=10)`` per question, scored as
+(lexical: ``embedding=None``; hybrid: the local ``minilm``, or ``--embedding``), then ``search(question, k=10)`` per question, scored as
 :mod:`benchmarks.codesearch_data` says (Semble's scorer, replicated). Indexes are cached per (repository, mode) under
 a digest of the library files that decide indexing (:func:`index_digest`), so a run that changes only the ranking
 re-uses them; ``--reindex`` rebuilds. :func:`run` is the entry point for a loop over ranking variants.
@@ -65,6 +65,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "llmc_splitters"
 QUERY_SIDE = ("retrieval/search/", "retrieval/context/", "retrieval/retriever.py", "retrieval/vectorstore.py",
               "retrieval/storage/filters.py", "retrieval/storage/chroma_files.py",
               "retrieval/storage/langchain_vectors.py")
+SOURCE_SUFFIXES = frozenset({".py", ".scm", ".json", ".npz", ".npy", ".safetensors"})
 INDEX_DISTS = ("tree-sitter", "tree-sitter-language-pack", "tantivy", "bm25s")
 
 
@@ -98,6 +99,7 @@ class Config:
     max_tokens: int = 512
     workers: int = 1
     reindex: bool = False
+    embedding: str = "minilm"
     log: Callable[[str], None] = field(default=print)
 
 
@@ -163,8 +165,9 @@ def index_digest(mode: str, max_tokens: int, package: Path = PACKAGE) -> str:
             h.update(f"\0{dist}={metadata.version(dist)}".encode())
         except metadata.PackageNotFoundError:
             h.update(f"\0{dist}=-".encode())
+    # Source files only: a file a running process leaves beside them for a moment must not change the key.
     files = sorted(p for p in (*(package / "chunking").rglob("*"), *(package / "retrieval").rglob("*"))
-                   if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+                   if p.is_file() and "__pycache__" not in p.parts and p.suffix in SOURCE_SUFFIXES)
     for p in files:
         rel = p.relative_to(package).as_posix()
         if rel.startswith(QUERY_SIDE) or (mode == "lexical" and "/embeddings/" in f"/{rel}"):
@@ -174,24 +177,30 @@ def index_digest(mode: str, max_tokens: int, package: Path = PACKAGE) -> str:
     return h.hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=1)
-def _minilm() -> Any:
+@functools.lru_cache(maxsize=4)
+def _embedding(spec: str) -> Any:
     from llmc_splitters.retrieval.embeddings import resolve_embedding
 
-    return resolve_embedding("minilm")
+    return resolve_embedding(spec)
 
 
 def _retriever(index_dir: Path, mode: str, cfg: Config) -> Any:
     from llmc_splitters.retrieval import CodeRetriever
 
-    return CodeRetriever(path=index_dir, embedding=_minilm() if mode == "hybrid" else None, max_tokens=cfg.max_tokens)
+    return CodeRetriever(path=index_dir, embedding=_embedding(cfg.embedding) if mode == "hybrid" else None,
+                         max_tokens=cfg.max_tokens)
+
+
+def _slug(spec: str) -> str:
+    return "".join(c if c.isalnum() or c in ".-" else "_" for c in spec)
 
 
 def ensure_index(p: Prepared, mode: str, cfg: Config) -> tuple[Path, float | None]:
     """The index of ``p`` in ``mode``, built unless a complete one with the current digest exists; and the seconds
     building took (``None``: re-used). Indexes of other digests for the same repository and mode are removed."""
     assert p.root is not None
-    stem = f"{p.key}-{mode}"
+    # A hybrid index is filed under its model too: indexes of two models never replace each other.
+    stem = f"{p.key}-{mode}" if mode == "lexical" else f"{p.key}-{mode}-{_slug(cfg.embedding)}"
     index_dir = cfg.cache / "index" / f"{stem}-{index_digest(mode, cfg.max_tokens)}"
     done = index_dir / ".complete"
     for old in (cfg.cache / "index").glob(f"{stem}-*"):
@@ -342,6 +351,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reindex", action="store_true", help="rebuild the indexes even if cached")
     ap.add_argument("--max-tokens", type=int, default=512, help="leaf size of the chunker (part of the index key)")
     ap.add_argument("--workers", type=int, default=1, help="chunking processes while indexing")
+    ap.add_argument("--embedding", default="minilm", help="the hybrid runs' model (any spec resolve_embedding takes; "
+                                                          "part of the index key)")
     ap.add_argument("--semble", type=Path, default=SEMBLE, help="git snapshot of Semble (the benchmark data)")
     ap.add_argument("--mirrors", type=Path, default=MIRRORS, help="folder of <owner>+<name>/repo mirrors")
     ap.add_argument("--semble-python", type=Path, default=SEMBLE_PYTHON, help="python of the venv with semble")
@@ -358,7 +369,7 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, TypeError) as exc:
         raise SystemExit(f"codesearch: {exc}") from None
     cfg = Config(semble=args.semble, mirrors=args.mirrors, max_tokens=args.max_tokens, workers=args.workers,
-                 reindex=args.reindex)
+                 reindex=args.reindex, embedding=args.embedding)
     if args.prepare_standins:
         try:
             ok = S.prepare_standins(args.semble, names, cfg.cache)
@@ -369,7 +380,8 @@ def main(argv: list[str] | None = None) -> None:
                             check=True).stdout.strip()
     systems: dict[str, Any] = {}
     for mode in MODES if args.mode == "both" else (args.mode,):
-        systems[f"ours-{mode}"] = run(names, mode, ranking, cfg=cfg)
+        label = f"ours-{mode}" if mode == "lexical" or cfg.embedding == "minilm" else f"ours-hybrid ({cfg.embedding})"
+        systems[label] = run(names, mode, ranking, cfg=cfg)
     prepared = prepare(names, replace(cfg, log=lambda _: None))
     if args.peer:
         peer = run_semble(prepared, cfg, args.semble_python)
