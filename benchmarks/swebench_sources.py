@@ -13,10 +13,11 @@
   reads the cache and stops with a message when a release is missing.
 
 Indexes live in ``.../swebench/index/<tree>-<mode>`` (``<tree>+<instance>-<mode>`` for a reversed patch) and are
-reused across runs once complete (a ``.done`` file beside them). A hybrid tree index starts from a copy of the
-repository's last completed one when there is one (in a run, the previous tree's: instances go by creation date):
-unchanged spans keep their cached vectors, so only what changed is embedded (a fresh sympy index embeds ~45,000
-spans). Lexical indexes are built fresh (faster than updating ~1,000 changed files).
+reused across runs once complete (a ``.done`` file beside them). A tree index starts from a copy of the
+repository's last completed one in the same mode when there is one (in a run, the previous tree's: instances go by
+creation date), brought up to date incrementally: only changed files are chunked again, and unchanged spans keep
+their cached vectors, so only what changed is embedded (a fresh sympy index embeds ~45,000 spans). Between two
+sympy commits of the subset 10 to 1,200 files differ, of ~1,400.
 """
 
 from __future__ import annotations
@@ -215,12 +216,12 @@ def latest_index(repo_key: str, mode: str) -> Path | None:
 
 def build_index(src: Source, mode: str, embedding: Any,
                 log: Callable[[str], None] = print) -> tuple[Path, float]:
-    """The index of a source (built when missing) and the seconds spent building. A hybrid tree index starts
-    from a copy of the repository's last completed one, when there is one."""
+    """The index of a source (built when missing) and the seconds spent building. A tree index starts from a copy
+    of the repository's last completed one in the same mode, when there is one."""
     t0 = time.perf_counter()
     base = CACHE / "index" / f"{src.tree_key}-{mode}"
     if not _done(base).exists():
-        seed = latest_index(src.tree_key.split("@")[0], mode) if mode == "hybrid" else None
+        seed = latest_index(src.tree_key.split("@")[0], mode)
         if not base.exists() and seed is not None:
             shutil.copytree(seed, base)
             log(f"{mode:7} {src.tree_key}: starting from a copy of {seed.name}")
