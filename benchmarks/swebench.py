@@ -5,6 +5,7 @@
     python -m benchmarks.swebench --mode both --tag baseline
     python -m benchmarks.swebench --mode lexical --ablate noise,files --dump /tmp/misses.jsonl
     python -m benchmarks.swebench --all                     # every dev instance (114 django, 77 sympy)
+    python -m benchmarks.swebench --repos sympy/sympy       # one of the two repositories
 
 Only the instances of ``sympy/sympy`` and ``django/django`` are read (the other repositories of SWE-bench Lite are
 held out; see :mod:`benchmarks.swebench_data`). The subset is the ``--limit`` (default 30) instances of each
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .ranking import Gold, ranked_files, shown, variants_for
-from .swebench_data import Instance, gold_definitions, gold_files, load_dev, parse_patch, subset
+from .swebench_data import DEV_REPOS, Instance, gold_definitions, gold_files, load_dev, parse_patch, subset
 from .swebench_sources import build_index, data_text, open_retriever, prepare, resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -161,7 +162,7 @@ def render(results: dict[str, Any]) -> str:
     """The Markdown report."""
     lines = [f"# SWE-bench Lite file localisation, dev split ({results['date']})", "",
              f"`{results['command']}`; {results['machine']}; wall time {results['wall_seconds']:.0f} s.", "",
-             f"{results['instances']} instances (sympy/sympy and django/django only; per repository the "
+             f"{results['instances']} instances ({', '.join(results['repos'])} only; per repository the "
              f"{results['limit'] or 'all'} with the smallest sha1(instance_id)). hits = the files of the first k "
              f"hits of `search(q, k={K})`; files = `SearchResult.files`; mrr = first hit in a gold file; "
              f"recall = gold definitions shown in `retrieve(q, max_context_tokens={BUDGET})` (means over the "
@@ -191,6 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--mode", choices=("lexical", "hybrid", "both"), default="both")
     ap.add_argument("--limit", type=int, default=30, help="instances per repository (default 30)")
     ap.add_argument("--all", action="store_true", help="every dev instance")
+    ap.add_argument("--repos", default="", help=f"only these of {', '.join(DEV_REPOS)} (comma-separated)")
     ap.add_argument("--ablate", default="", help="ranking rules to switch off one at a time, or 'all'")
     ap.add_argument("--tag", default="", help="results file suffix")
     ap.add_argument("--dump", type=Path, help="write per-instance details (JSON lines) here")
@@ -199,6 +201,12 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     limit = None if args.all else args.limit
     chosen = dev_instances(limit)
+    if args.repos:
+        repos = args.repos.split(",")
+        unknown = [r for r in repos if r not in DEV_REPOS]
+        if unknown:
+            ap.error(f"--repos takes only the dev repositories ({', '.join(DEV_REPOS)}), not {unknown[0]}")
+        chosen = [i for i in chosen if i.repo in repos]
     if args.prepare:
         prepare(chosen)
         return
@@ -217,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "command": " ".join(["python -m benchmarks.swebench", *(sys.argv[1:] if argv is None else argv)]),
         "machine": f"{platform.platform()}, Python {platform.python_version()}",
-        "limit": limit, "instances": len(chosen), "skipped": [r for r in first["rows"] if "skipped" in r],
+        "limit": limit, "instances": len(chosen), "repos": sorted({i.repo for i in chosen}), "skipped": [r for r in first["rows"] if "skipped" in r],
         "wall_seconds": time.perf_counter() - t0, "modes": out,
     }
     name = f"swebench-{args.tag}" if args.tag else "swebench"

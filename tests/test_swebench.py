@@ -358,3 +358,30 @@ def test_a_hybrid_tree_index_starts_from_the_last_one(sources: Path, monkeypatch
     assert f"sympy+sympy@{second[:12]}: starting from a copy of sympy+sympy@{first[:12]}-hybrid" in "\n".join(logs)
     # the copy was brought up to the second commit: one file added, the others unchanged
     assert any("1 added, 0 updated, 2 unchanged" in line for line in logs)
+
+
+def test_the_command_writes_results_and_a_dump_without_held_out_ids(
+        sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    commit = _git(swebench_sources.MIRRORS / "sympy+sympy" / "repo", "rev-parse", "HEAD").strip()
+    fix = diff("pkg/box.py", PRE, FIXED)
+    data = [record("astropy/astropy", 7, patch=fix), record("sympy/sympy", 1, base_commit=commit, patch=fix,
+                                                               problem_statement=QUESTION),
+            record("django/django", 2, version="9.9", patch=diff("django/box.py", PRE, FIXED),
+                   problem_statement=QUESTION)]
+    (tmp_path / "lite.json").write_text(json.dumps(data))
+    monkeypatch.setenv("LLMC_SWEBENCH_DATA", str(tmp_path / "lite.json"))
+    out, dump = tmp_path / "results", tmp_path / "dump.jsonl"
+    swebench.main(["--mode", "lexical", "--repos", "sympy/sympy", "--tag", "t", "--out", str(out), "--dump",
+                   str(dump), "--ablate", "noise"])
+    results = json.loads((out / "swebench-t.json").read_text())
+    assert results["repos"] == ["sympy/sympy"] and results["instances"] == 1
+    assert set(results["modes"]["lexical"]) == {"default", "-noise", "none"}
+    assert results["modes"]["lexical"]["default"]["summary"]["all"]["hits_hit@1"] == 1.0
+    details = [json.loads(x) for x in dump.read_text().splitlines()]
+    assert {d["id"] for d in details} == {"sympy__sympy-1"} and len(details) == 3
+    assert details[0]["gold_defs"] == ["pkg/box.py:7-9 Box.grow"] and details[0]["question"] == [QUESTION]
+    printed = capsys.readouterr().out
+    assert "| lexical | default | sympy/sympy | 1 |" in (out / "swebench-t.md").read_text()
+    for text in (printed, (out / "swebench-t.json").read_text(), (out / "swebench-t.md").read_text(),
+                 dump.read_text()):
+        assert "astropy" not in text
