@@ -183,16 +183,22 @@ def score_ranking(q: Question, result: Any) -> dict[str, float]:
     return out
 
 
-def reply_recall(q: Question, pieces: Sequence[Any]) -> float:
-    """The share of gold definitions with at least half of their lines shown by the reply's pieces."""
+def shown(gold: Sequence[Gold], pieces: Sequence[Any]) -> float:
+    """The share of ``gold`` definitions with at least half of their lines shown by the pieces (of a reply) of the
+    same file."""
     got = 0
-    for g in q.gold:
+    for g in gold:
         lines: set[int] = set()
         for p in pieces:
             if p.path == g.path:
                 lines.update(range(max(p.start_line, g.start_line), min(p.end_line, g.end_line) + 1))
         got += len(lines) * 2 >= g.end_line - g.start_line + 1
-    return got / len(q.gold)
+    return got / len(gold)
+
+
+def reply_recall(q: Question, pieces: Sequence[Any]) -> float:
+    """The share of the question's gold definitions the reply's pieces show (see :func:`shown`)."""
+    return shown(q.gold, pieces)
 
 
 # ---------------------------------------------------------------------------------------------------- running
