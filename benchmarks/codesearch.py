@@ -49,6 +49,7 @@ from typing import Any
 from benchmarks import codesearch_data as D
 from benchmarks import codesearch_standins as S
 from benchmarks.codesearch_report import render
+from benchmarks.variants import ranking_from
 from benchmarks.gitsrc import ExportError, export_commit, has_commit, mirror_key
 
 HERE = Path(__file__).resolve().parent
@@ -310,24 +311,6 @@ def run_semble(prepared: Sequence[Prepared], cfg: Config, python: Path = SEMBLE_
             "skipped": skipped, "repos": notes}
 
 
-def _ranking(ablate: str, settings: Sequence[str]) -> Any:
-    """The library's :class:`Ranking` with the ``ablate`` rules off and ``settings`` (``name=value``) applied;
-    ``None`` when neither is given."""
-    if not ablate and not settings:
-        return None
-    from llmc_splitters.retrieval import Ranking
-
-    r = Ranking().without(*[a for a in ablate.split(",") if a])
-    values = {}
-    for s in settings:
-        name, _, value = s.partition("=")
-        try:
-            values[name] = json.loads(value)
-        except json.JSONDecodeError:
-            values[name] = value
-    return replace(r, **values)
-
-
 def _dump(path: Path, system: str, rows: Sequence[dict], returned: Sequence[dict], tasks: dict[str, D.Task]) -> None:
     with path.open("a", encoding="utf-8") as f:
         for row, got in zip(rows, returned):
@@ -365,7 +348,7 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     try:
         names = D.check_dev([r for r in args.repos.split(",") if r] or D.DEV_REPOS)
-        ranking = _ranking(args.ablate, args.rank)
+        ranking = ranking_from(args.ablate, args.rank)
     except (ValueError, TypeError) as exc:
         raise SystemExit(f"codesearch: {exc}") from None
     cfg = Config(semble=args.semble, mirrors=args.mirrors, max_tokens=args.max_tokens, workers=args.workers,

@@ -42,6 +42,7 @@ from . import metrics as M
 from .chunkers import count_tokens
 from .corpus import CACHE_DIR, FULL, LANGUAGES, Corpus, Package, Query, SourceFile, build_corpus
 from .systems import _embedding_adapter, result_pieces
+from .variants import ranking_from
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BUDGETS = (512, 1024, 2048)
@@ -104,7 +105,7 @@ def _plain(hits: list, files: dict[str, SourceFile], budget: int, marker_tokens:
 
 
 def evaluate_package(pkg: Package, retriever: str, dense: object, budgets: tuple[int, ...],
-                     milvus: Path | None = None) -> tuple[list[Row], list[Top]]:
+                     milvus: Path | None = None, ranking: object = None) -> tuple[list[Row], list[Top]]:
     """``milvus``: a directory for a Milvus Lite file per package (the whole index on Milvus); else the local
     engines."""
     from llmc_splitters.retrieval import CodeRetriever
@@ -118,7 +119,9 @@ def evaluate_package(pkg: Package, retriever: str, dense: object, budgets: tuple
         milvus.mkdir(parents=True, exist_ok=True)
         name = "".join(c if c.isalnum() else "_" for c in pkg.spec.key)
         store = MilvusStore(str(milvus / f"{name}.db"), collection=retriever)
-    r = CodeRetriever(embedding=embedding, max_tokens=CHUNK_TOKENS, max_context_tokens=max(budgets), store=store)
+    extra = {} if ranking is None else {"ranking": ranking}
+    r = CodeRetriever(embedding=embedding, max_tokens=CHUNK_TOKENS, max_context_tokens=max(budgets), store=store,
+                      **extra)
     r.index_texts({f.path: f.text for f in pkg.files})
     files = {f.path: f for f in pkg.files}
 
@@ -245,7 +248,7 @@ def _f(x: float | None) -> str:
 
 
 def run(corpus: Corpus, *, dense: object, budgets: tuple[int, ...] = BUDGETS, log: Callable[[str], None] = print,
-        milvus: Path | None = None) -> dict:
+        milvus: Path | None = None, ranking: object = None) -> dict:
     rows: list[Row] = []
     tops: list[Top] = []
     retrievers = ("bm25", "hybrid") if dense is not None else ("bm25",)
@@ -254,7 +257,7 @@ def run(corpus: Corpus, *, dense: object, budgets: tuple[int, ...] = BUDGETS, lo
             continue
         t0 = time.time()
         for ret in retrievers:
-            got, top = evaluate_package(pkg, ret, dense, budgets, milvus)
+            got, top = evaluate_package(pkg, ret, dense, budgets, milvus, ranking)
             rows += got
             tops += top
         if dense is not None and hasattr(dense, "save"):
@@ -274,6 +277,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     ap.add_argument("--languages", default=",".join(LANGUAGES))
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--ablate", default="", help="ranking rules to switch off together (Ranking().without)")
+    ap.add_argument("--rank", action="append", default=[], metavar="NAME=VALUE", help="set a Ranking field")
+    ap.add_argument("--tag", default="", help="results file suffix")
     ap.add_argument("--milvus", action="store_true",
                     help="hold each index in Milvus Lite (MilvusStore) instead of the local engines")
     args = ap.parse_args(argv)
@@ -287,14 +293,15 @@ def main(argv: list[str] | None = None) -> None:
 
         dense = Dense(CACHE_DIR / "embeddings-minilm.pkl")
     budgets = tuple(int(b) for b in args.budgets.split(","))
+    ranking = ranking_from(args.ablate, args.rank)
     if args.milvus:
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="llmc-retriever-milvus-") as tmp:
-            results = run(corpus, dense=dense, budgets=budgets, milvus=Path(tmp))
+            results = run(corpus, dense=dense, budgets=budgets, milvus=Path(tmp), ranking=ranking)
     else:
-        results = run(corpus, dense=dense, budgets=budgets)
-    name = f"retriever-{args.split}" + ("-milvus" if args.milvus else "")
+        results = run(corpus, dense=dense, budgets=budgets, ranking=ranking)
+    name = f"retriever-{args.split}" + ("-milvus" if args.milvus else "") + (f"-{args.tag}" if args.tag else "")
     results.update(split=args.split, date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    command=" ".join(["python -m benchmarks.retriever", *(sys.argv[1:] if argv is None else argv)]),
                    machine=f"{platform.platform()}, Python {platform.python_version()}")

@@ -123,3 +123,54 @@ def test_any_text_gives_a_question_with_positive_weights(text):
     assert q.shape in {"symbol", "words", "report"}
     assert all(w >= 1.0 for w in q.terms.values())
     assert all(f.distance >= 0 for f in q.frames)
+
+
+def test_a_question_of_one_word_is_a_name_whatever_its_case():
+    for word in ("Session", "view", "Timeout"):
+        q = analyze_question(word)
+        assert (q.shape, q.names) == ("symbol", (word.lower(),))
+
+
+def test_namespace_qualified_names_are_names():
+    assert analyze_question("Rack::Response").names == ("rack.response", "response")
+    assert analyze_question("where is GuzzleHttp\\Client defined").names[:2] == ("guzzlehttp.client", "client")
+
+
+def test_an_acronym_in_prose_is_not_a_name():
+    q = analyze_question("connection pooling and TCP connector")
+    assert (q.shape, q.names) == ("words", ())
+    assert "tcp" in q.terms  # still searched as a word
+    assert analyze_question("HTTPServer request handling").names == ("httpserver",)  # two humps: code
+
+
+IPYTHON_REPORT = '''\
+_print_SingularityFunction() got an unexpected keyword argument 'exp'
+On a Jupyter Notebook cell:
+```
+Python 3.8.5 | packaged by conda-forge | (default, Jul 24 2020, 01:25:15)
+Type 'copyright', 'credits' or 'license' for more information
+IPython 7.19.0 -- An enhanced Interactive Python. Type '?' for help.
+~/anaconda3/lib/python3.8/site-packages/sympy/printing/printer.py in _print(self, expr, **kwargs)
+    327                     return printmethod(expr, **kwargs)
+~/anaconda3/lib/python3.8/site-packages/sympy/printing/latex.py in _print_Pow(self, expr)
+--> 651                 return self._print(expr.base, exp=self._print(expr.exp))
+TypeError: _print_SingularityFunction() got an unexpected keyword argument 'exp'
+```
+'''
+
+
+def test_ipython_frames_are_frames_and_the_banner_is_not_searched():
+    q = analyze_question(IPYTHON_REPORT)
+    assert [(f.path.rsplit("/", 1)[-1], f.function) for f in q.frames] == [("latex.py", "_print_Pow"),
+                                                                        ("printer.py", "_print")]
+    assert not {"copyright", "credits", "conda", "forge", "ipython", "enhanced"} & set(q.terms)
+    assert q.named == ()  # the files of a traceback are its frames, not files the report names
+
+
+def test_a_report_names_files_outside_its_frames_and_not_fractions():
+    q = analyze_question("Fix numberformat.py crash\nDescription\n\nwhen x/4 is null, see django/utils/html.py\n"
+                         "and 1/2 of the cases\n" + "more words here to make it long " * 6)
+    assert q.shape == "report"
+    assert q.named == ("numberformat.py", "django/utils/html.py")
+    assert q.topic == frozenset()  # a report's words name no file
+    assert analyze_question("how the lockfile pins plugin commits").topic == {"lockfile", "pin", "plugin", "commit"}

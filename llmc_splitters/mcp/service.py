@@ -523,7 +523,7 @@ def search_with_contexts(retriever: Any, query: str, k: int, path: str | None,
     to fit the budget, which ``CodeRetriever.retrieve`` (one search, one expansion) cannot do; a public
     ``CodeRetriever.expand(hits, budget)`` would replace this.
     """
-    found = retriever.search(query, k, path=path, language=language)
+    found = retriever.search(query, k, path=path, language=language, ranking=retriever.index.ranking.for_reply())
     hits = list(found.hits)
     contexts = [retriever.index.hit_context(h.span, h.score) for h in hits]
     return hits, float(found.confidence), contexts, found.files

@@ -262,7 +262,8 @@ class CodeRetriever:
         fill = k is None
         with self.index.snapshot():  # the hits and their context from one version of each file
             found = self.search(query, _FILL_CANDIDATES if fill else k, multi_stage=multi_stage, path=path,
-                                language=language, kind=kind, filters=filters)
+                                language=language, kind=kind, filters=filters,
+                                ranking=self.index.ranking.for_reply())
             contexts = [self.index.hit_context(h.span, h.score, query) for h in found.hits]
             exp = expand(
                 contexts, budget, self.tokenizer.count, cut=self.tokenizer.cut, marker=self.marker,
@@ -309,7 +310,8 @@ class CodeRetriever:
     def _fill_per_hit(self, query: str, budget: int, *, expand_context: bool, multi_stage: bool | None,
                       filters: SearchFilter | Mapping[str, Any] | None
                       ) -> tuple[SearchResult, list[tuple[Hit, Expansion]]]:
-        found = self.search(query, _FILL_CANDIDATES, multi_stage=multi_stage, filters=filters)
+        found = self.search(query, _FILL_CANDIDATES, multi_stage=multi_stage, filters=filters,
+                            ranking=self.index.ranking.for_reply())
 
         def grow(ctx: HitContext, room: int, essentials_only: bool) -> Expansion:
             return expand([ctx], room, self.tokenizer.count, cut=self.tokenizer.cut, marker=self.marker,
@@ -352,7 +354,8 @@ class CodeRetriever:
 
     def _per_hit(self, query: str, k: int, budget: int, *, expand_context: bool, multi_stage: bool | None,
                  filters: SearchFilter | Mapping[str, Any] | None) -> tuple[SearchResult, list[tuple[Hit, Expansion]]]:
-        found = self.search(query, k, multi_stage=multi_stage, filters=filters)
+        found = self.search(query, k, multi_stage=multi_stage, filters=filters,
+                            ranking=self.index.ranking.for_reply())
         hits = list(found.hits)
         count = self.tokenizer.count
         bare = [

@@ -19,7 +19,7 @@ from .fusion import reciprocal_rank_fusion
 from ..storage.parts import HasParts, IndexParts, parts_of
 from .question import Question, analyze_question, weigh
 from .ranking import FileRank, Ranking, rank
-from ..storage.span_store import SpanRow
+from ..storage.span_store import SpanRow, SpanStore
 
 __all__ = ["Hit", "SearchResult", "confidence", "rank_texts", "search"]
 
@@ -30,6 +30,10 @@ _TAU_DENSE = 0.05
 _CONFIDENCE_TOP_N = 10
 _LEXICAL = (-1.53, 1.07, 0.98)
 _HYBRID = (-1.68, 0.96, 0.45, 1.51, 0.50)
+_NAMED_FILES = 3
+"""At most this many files a question names are searched, and a bare file name held by more files names none."""
+_NAMED_SPANS = 20
+"""How many spans of the named files join the candidates."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +143,7 @@ def search(
     filt, paths = _resolve(parts, filt or SearchFilter())
     n = max(candidates, k)
     lex = parts.lexical("leaf")
-    question = analyze_question(query) if ranking.question else Question(query, _plain_shape(query), {})
+    question = analyze_question(query) if ranking.question else _plain(query)
     weights = None
     if ranking.question:
         n_docs, df = lex.stats(question.terms) if question.shape == "report" else (0, {})
@@ -158,11 +162,19 @@ def search(
     if multi_stage:
         chosen, local = _multi_stage(parts, query, qvec, n, filt, paths, summaries, ranking.rrf_k)
         lists.update(local)
+    named = _named_files(parts.spans, question.named) if ranking.path else []
+    if named and "lexical" in lists:
+        # A file the question names joins the candidates by its best spans, scored by the same BM25.
+        extra = lex.search(query, _NAMED_SPANS, filt, named, weights=weights)
+        merged = dict(lists["lexical"])
+        merged.update((i, s) for i, s in extra if i not in merged)
+        lists["lexical"] = sorted(merged.items(), key=lambda item: -item[1])
     rows = parts.spans.get([i for r in lists.values() for i, _ in r])
     lists = {name: _tie_order(r, rows) for name, r in lists.items()}
     spans = {rid: rows[rid].span for r in lists.values() for rid, _ in r}
     ranked, ranked_files = rank({name: [i for i, _ in r] for name, r in lists.items()},
-                                {name: dict(r) for name, r in lists.items()}, spans, question, ranking)
+                                {name: dict(r) for name, r in lists.items()}, spans, question, ranking,
+                                frozenset(named))
     hits = tuple(Hit(spans[r.id], r.score, pos, r.ranks) for pos, r in enumerate(ranked[:k]))
     # An engine-fused list has no per-list scores: no confidence (0).
     signals = {} if "hybrid" in lists else _signals(parts, query, hits[0].span if hits else None,
@@ -171,9 +183,29 @@ def search(
                         tuple(ranked_files[:files]), question.shape)
 
 
-def _plain_shape(query: str) -> str:
-    """The shape of a question when question analysis is off (adaptive fusion still reads it)."""
-    return analyze_question(query).shape
+def _named_files(store: SpanStore, named: Sequence[str]) -> list[str]:
+    """The indexed files a question names: a path is matched by its longest indexed suffix
+    (``home/me/app/httpx/_client.py``: ``httpx/_client.py``), a bare file name by the files of that name when at
+    most :data:`_NAMED_FILES` have it (``numberformat.py``, not ``__init__.py``)."""
+    out: list[str] = []
+    for path in named[:_NAMED_FILES]:
+        parts = path.split("/")
+        found = next(("/".join(parts[i:]) for i in range(len(parts)) if store.marker("/".join(parts[i:]))), None)
+        if found is not None:
+            out.append(found)
+            continue
+        pattern = "*/" + "".join(f"[{c}]" if c in "*?[]" else c for c in parts[-1])
+        same_name = store.paths(glob=pattern)
+        if 0 < len(same_name) <= _NAMED_FILES:
+            out.extend(same_name)
+    return list(dict.fromkeys(out))
+
+
+def _plain(query: str) -> Question:
+    """A question as read when question analysis is off: its shape and length only (adaptive fusion and the
+    diversity still read them), no terms, names or paths."""
+    read = analyze_question(query)
+    return Question(query, read.shape, {}, words=read.words)
 
 
 def _multi_stage(parts: IndexParts, query: str, qvec: list[float] | None, n: int, filt: SearchFilter,

@@ -3,7 +3,7 @@
 Every face searches through :func:`~llmc_splitters.retrieval.search.hits.search`, which calls :func:`analyze_question`,
 so a question is read the same way by the CLI, the MCP server and both frameworks. What it finds:
 
-* **Stack frames**: Python (``File "pkg/app.py", line 12, in handle``), JavaScript (``at handle
+* **Stack frames**: Python (``File "pkg/app.py", line 12, in handle``; IPython's ``pkg/app.py in handle(x)``), JavaScript (``at handle
   (src/app.js:12:5)``, ``at src/app.js:12:5``) and Bash (``./run.sh: line 12: x: command not found``). The frame
   nearest the error weighs most (the last of a Python traceback, the first of a JavaScript one, every Bash line
   alike): its function's and file's terms get ``1 + FRAME_WEIGHT / (1 + distance)`` times their weight.
@@ -52,13 +52,25 @@ COMMON_SHARE = 0.2
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _INLINE = re.compile(r"`([^`\n]+)`")
 _PY_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w.<>$]+))?')
+# IPython's frames: ``~/lib/sympy/printing/latex.py in _print_Pow(self, expr)`` (before 8) and
+# ``File ~/lib/sympy/printing/latex.py:651, in LatexPrinter._print_Pow(self, expr)``.
+_IPY_FRAME = re.compile(r"^[ \t]*(?:File )?(\S+\.py)(?::(\d+),)? in ([\w.<>$]+)\(", re.M)
 _JS_FRAME = re.compile(r"\bat (?:(?:async )?([\w.$<>\[\] ]+?) \()?(?:file://)?([^\s():]+):(\d+)(?::\d+)?\)?")
 _SH_FRAME = re.compile(r"^\s*([\w./~-]+): line (\d+): ", re.M)
 _PATH = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*[\w-]+\.(?:pyi?|m?[jt]sx?|cjs|mts|sh|bash|bats|zsh|rb|go|rs|java|kt|"
                    r"swift|c|h|cc|cpp|hpp|cs|php|lua|scala|md|rst|toml|json|ya?ml|ipynb|html|css))\b"
                    r"|(?<![\w/.])((?:[\w.-]+/)+[\w.-]+)")
 _DOTTED = re.compile(r"\b[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+\b")
+# Namespace-qualified names other languages write: Rack::Response (Ruby, C++, Rust), Foo\Bar (PHP), $a->b (PHP).
+_QUALIFIED = re.compile(r"\b[A-Za-z_$][\w$]*(?:(?:::|\\|->)[A-Za-z_$][\w$]*)+\b")
+_QUALIFIER = re.compile(r"::|\\|->")
+# A word with a case change inside (maxRetries, HTTPServer, ZodType): written as code, not as prose. An acronym
+# (TCP, JSON, URLs) is written in capitals in prose too.
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 _WORD = re.compile(r"[A-Za-z_$][\w$]*")
+# An interpreter's banner pasted with a session (Python's, IPython's): it names the interpreter, not the code.
+_BANNER = re.compile(r"^\s*(?:Python \d+\.\d+\S*\s*[|(]|Type ['\"](?:copyright|help)\b|IPython \d+\.\d+\S*\s*--|"
+                     r"\[(?:GCC|Clang|MSC)\b)")
 _DUMP_LINE = re.compile(r"^\s*(?:[\w.\-\[\]]+\s*(?:==|>=|<=|~=|\s{2,}|\t)\s*v?\d[\w.+\-]*\s*|"
                         r"[\w .\-/()]{1,40}:\s+\S.{0,80})$")
 _ASKS = {
@@ -97,6 +109,10 @@ class Question:
         frames: Its stack frames, nearest the error first.
         asks_for: Which kinds of usually pushed-down files it asks for (``test``, ``example``, ``docs``...); none
             for a report, which asks for the code to fix even when it tells of a test.
+        words: How many words its prose holds (code blocks not counted).
+        topic: The terms that say what it is about, which a file's name may say too: all its terms, none for a
+            report (see :mod:`.ranking`, the path rule).
+        named: The files it names outside its stack frames (``numberformat.py``, ``src/client.ts``).
     """
 
     text: str
@@ -106,11 +122,15 @@ class Question:
     paths: tuple[str, ...] = ()
     frames: tuple[Frame, ...] = ()
     asks_for: frozenset[str] = field(default_factory=frozenset)
+    words: int = 0
+    topic: frozenset[str] = field(default_factory=frozenset)
+    named: tuple[str, ...] = ()
 
 
 def _drop_dumps(text: str) -> str:
-    """``text`` without runs of three or more lines that read like a package list or an environment report."""
-    lines = text.splitlines()
+    """``text`` without runs of three or more lines that read like a package list or an environment report, and
+    without an interpreter's banner lines."""
+    lines = [line for line in text.splitlines() if not _BANNER.match(line)]
     keep = [True] * len(lines)
     i = 0
     while i < len(lines):
@@ -126,7 +146,9 @@ def _drop_dumps(text: str) -> str:
 
 
 def _frames(text: str) -> list[Frame]:
-    py = [(m.group(1), int(m.group(2)), m.group(3)) for m in _PY_FRAME.finditer(text)]
+    found = [(m.start(), m.group(1), int(m.group(2)), m.group(3)) for m in _PY_FRAME.finditer(text)]
+    found += [(m.start(), m.group(1), int(m.group(2) or 0), m.group(3)) for m in _IPY_FRAME.finditer(text)]
+    py = [(p, n, f) for _, p, n, f in sorted(found)]
     js = [(m.group(2), int(m.group(3)), (m.group(1) or "").strip() or None) for m in _JS_FRAME.finditer(text)
           if not m.group(2).startswith(("node:", "internal/"))]
     sh = [(m.group(1), int(m.group(2)), None) for m in _SH_FRAME.finditer(text)]
@@ -137,7 +159,11 @@ def _frames(text: str) -> list[Frame]:
 
 
 def _is_identifier(word: str) -> bool:
-    return "_" in word.strip("_") or any(c.isupper() for c in word[1:]) or any(c.isdigit() for c in word)
+    """Whether a word of prose is written as code: ``snake_case``, ``camelCase``, ``PascalCase`` with two humps,
+    ``HTTPServer``, a name with digits (``utf8``); not a capitalised word or an acronym (``Session``, ``TCP``)."""
+    if "_" in word.strip("_") or any(c.isdigit() for c in word):
+        return True
+    return not word[:-1].isupper() and _CAMEL.search(word) is not None
 
 
 def _asks_for(words: Iterable[str], text: str) -> frozenset[str]:
@@ -156,10 +182,13 @@ def analyze_question(text: str) -> Question:
     code += [m.group(1) for m in _INLINE.finditer(prose)]
     frames = _frames(cleaned)
     paths: list[str] = []
+    files: list[str] = []  # paths with a file kind's extension (not "1/2", "w/o")
     for m in _PATH.finditer(cleaned):
         p = (m.group(1) or m.group(2)).strip("./")
         if p and "://" not in cleaned[max(0, m.start() - 8):m.end()] and p not in paths:
             paths.append(p)
+            if m.group(1):
+                files.append(p)
     words = _WORD.findall(prose)
     names: list[str] = []
 
@@ -169,6 +198,10 @@ def analyze_question(text: str) -> Question:
                 names.append(v)
 
     inside_dotted: set[str] = set()
+    for n in _QUALIFIED.findall(" ".join([prose, *code])):
+        dotted = _QUALIFIER.sub(".", n)
+        add_name(dotted)
+        inside_dotted.update(dotted.split(".")[:-1])
     for n in _DOTTED.findall(" ".join([prose, *code])):
         if not _PATH.fullmatch(n) or n.split(".")[-1][0].isupper():
             add_name(n)
@@ -183,6 +216,8 @@ def analyze_question(text: str) -> Question:
         if fr.function:
             add_name(fr.function)
     n_words = len(words)
+    if len(_WORD.findall(_QUALIFIER.sub(".", prose).replace(".", " "))) == 1 and not frames and not code:
+        add_name(words[0])  # a question of one word is a name, whatever its case (Session, view)
     multiline = cleaned.count("\n") >= 2
     if frames or code and multiline or n_words > 40 or (multiline and n_words > 15):
         shape = "report"
@@ -190,7 +225,7 @@ def analyze_question(text: str) -> Question:
         shape = "symbol"
     else:
         shape = "words"
-    searched = _JS_FRAME.sub(" ", _PY_FRAME.sub(" ", _SH_FRAME.sub(" ", cleaned)))
+    searched = _JS_FRAME.sub(" ", _IPY_FRAME.sub(" ", _PY_FRAME.sub(" ", _SH_FRAME.sub(" ", cleaned))))
     frame_text = " ".join(f"{fr.path.rsplit('.', 1)[0]} {fr.function or ''}" for fr in frames)
     counts = Counter(t for t in code_terms(f"{searched}\n{frame_text}") if not (frames and t.isdigit()))
     terms = {t: 1.0 + math.log(n) if SATURATE else float(n) for t, n in counts.items()}
@@ -202,7 +237,12 @@ def analyze_question(text: str) -> Question:
                 terms[t] = max(terms[t], (1.0 + math.log(counts[t])) * bonus)
     # A report describes what went wrong, often in the words of a test ("in the test client"); it asks for the code.
     asks = frozenset() if shape == "report" else _asks_for(words + [w for c in code for w in _WORD.findall(c)], text)
-    return Question(text, shape, terms, tuple(names), tuple(paths), tuple(frames), asks)
+    # A report's words describe a symptom, in the words of the code it passed through: they name no file.
+    topic = frozenset() if shape == "report" else frozenset(terms)
+    # The files a traceback passed through are its frames' (weighed above), not files the report names.
+    framed = [fr.path.replace("\\", "/") for fr in frames]
+    named = tuple(p for p in files if not any(p in f for f in framed))
+    return Question(text, shape, terms, tuple(names), tuple(paths), tuple(frames), asks, n_words, topic, named)
 
 
 def weigh(question: Question, n_docs: int, df: Mapping[str, int]) -> dict[str, float]:

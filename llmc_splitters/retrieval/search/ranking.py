@@ -10,32 +10,48 @@ store, and :func:`rank` orders them:
    (``adaptive``: :attr:`Ranking.lexical_weight`; otherwise 0.5).
 2. **Definition** (``definition``): in a question shaped like a symbol (``definition_shapes``), a span
    whose own name is a name the question mentions (``Session.send``, ``parse_headers``, a word in backticks, a
-   traceback's function) gets ``definition_boost`` times its score.
-3. **Noise** (``noise``): spans of tests, examples, fixtures, benchmarks, vendored code, compat shims, TypeScript
-   declaration files (``.d.ts``) and declarations (``interface``/``type``), and prose documents (Markdown, text,
-   reStructuredText, HTML) get ``noise_factor`` times their score, unless the question asks for that kind ("the test
-   for ...", "the docs of ..."; see :attr:`~llmc_splitters.retrieval.search.question.Question.asks_for`). Questions about
-   code are answered by code; these files repeat the names the question uses and crowd it out.
-4. **Tiny** (``tiny``): a piece of a split definition under ``tiny_tokens`` tokens that neither starts it nor
-   defines anything itself (a lone closing brace, a trailing fragment; a short method of a split class is whole) gets ``tiny_factor`` times its score: it cannot stand alone, BM25's length
-   normalisation favours it, and it carries its definition's name. The piece that starts the definition keeps its
-   score: its context brings the definition's skeleton.
-5. **File stage** (``files``, lexical search): a file's score is its best span's plus ``file_depth`` times the sum of its next
-   two (a file with several matching spans rises), and each of its spans gains ``file_weight`` times what its file
-   gains over its best span (a notebook's cells count as one file). Hybrid search does without it: its fused
-   RRF scores lie so close that a file of many matching spans passed a span first in both lists.
-6. **Diversity** (``diversity``, off by default): the first page of hits takes at most ``per_file`` spans of one
-   file before it takes from the next files.
+   traceback's function, a question of one word such as ``Session``) gets ``definition_boost`` times its score.
+3. **Path** (``path``): a span whose file's name (or folder's) says what the question asks about (``lock.lua`` for
+   "how the lockfile pins plugin commits", ``UpdateStatement.kt`` for "update statement builders") gains
+   ``path_boost`` times the best candidate's score, times the share of the question's words its file's name meets,
+   when that share is at least ``path_min``; a file the question names outside a stack frame ("Fix numberformat.py
+   ...") counts as wholly met, and its best spans join the candidates. A file is named for what it holds; BM25
+   sees its name as one more occurrence among a span's words. A bug report's words describe a symptom in the words
+   of the code it passed through: only the files it names count.
+4. **Noise** (``noise``): spans of tests, examples, fixtures, benchmarks, vendored code, compat shims, TypeScript
+   declarations (``.d.ts`` files, ``interface`` and ``type``), and prose documents (Markdown, text,
+   reStructuredText, HTML) get ``noise_factor`` times their score, unless the question asks for that kind ("the
+   test for ...", "the docs of ..."; see :attr:`~llmc_splitters.retrieval.search.question.Question.asks_for`) or
+   the span defines a name the question mentions (the definition rule fires: ``ZodType`` is answered by its
+   ``interface``). Questions about code are answered by code; these files repeat the names the question uses and
+   crowd it out.
+5. **Tiny** (``tiny``): a piece of a split definition under ``tiny_tokens`` tokens that neither starts it nor
+   defines anything itself (a lone closing brace, a trailing fragment; a short method of a split class is whole)
+   gets ``tiny_factor`` times its score: it cannot stand alone, BM25's length normalisation favours it, and it
+   carries its definition's name. The piece that starts the definition keeps its score: its context brings the
+   definition's skeleton.
+6. **File stage** (``files``, lexical search): a file's score is its best span's plus ``file_depth`` times the sum
+   of its next two (a file with several matching spans rises), and each of its spans gains ``file_weight`` times
+   what its file gains over its best span (a notebook's cells count as one file). Hybrid search does without it:
+   its fused RRF scores lie so close that a file of many matching spans passed a span first in both lists.
+7. **Diversity** (``diversity``): in a question of at most ``diverse_words`` words, each span of a file after its
+   first is worth ``decay`` times less per span of that file already on the page (:func:`.rules.saturate`): the
+   first page covers the files that answer a short question ("exception hierarchy for HTTP and transfer errors")
+   instead of ten pieces of one file, while a file whose spans outscore every other file's best keeps them. A
+   longer question (a behaviour described in detail, a bug report) usually pinpoints definitions of one file and
+   keeps its order. It orders a page of hits (``search``), not a reply's context (``retrieve``, the faces'
+   documents, the MCP server's ``search_code``; :meth:`Ranking.for_reply`): a reply spends its budget on the best
+   answers whole, and its ranked file list shows the breadth.
 
 Every rule has a switch (``Ranking().without("noise")``, or ``Ranking.plain()`` for none), and the ranked list of
-distinct files beside the hits (:class:`FileRank`) comes from the same scores. The defaults were fitted on the
-project's own tune set (``python -m benchmarks.ranking --ablate all``; see ``benchmarks/tuneset/README.md``): the
-diversity is off because it lowered span NDCG@10 there.
+distinct files beside the hits (:class:`FileRank`) comes from the same scores. The rules and their values were
+chosen on the public dev sets (Semble's code-search benchmark and SWE-bench Lite, dev repositories only) and checked
+on the project's tune set and docstring benchmark: ``python -m benchmarks.ablate`` measures each rule on and off on
+all of them.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
@@ -43,45 +59,9 @@ from typing import ClassVar
 from ...chunking.span import Span
 from ...errors import ConfigurationError
 from .question import Question
+from .rules import file_of, noise_kinds, path_share, saturate
 
 __all__ = ["Ranking", "FileRank", "Ranked", "noise_kinds", "rank"]
-
-PROSE_LANGUAGES = frozenset({"markdown", "text", "rst", "html"})
-DECLARATION_KINDS = frozenset({"interface", "type"})
-_TS = frozenset({"typescript", "tsx"})
-_SEGMENTS = {
-    "test": frozenset({"test", "tests", "__tests__", "testing", "spec", "specs", "t", "unittests", "e2e"}),
-    "example": frozenset({"example", "examples", "demo", "demos", "sample", "samples", "tutorial", "docs_src"}),
-    "fixture": frozenset({"fixture", "fixtures", "__fixtures__", "testdata", "__mocks__", "mocks", "snapshots",
-                          "__snapshots__"}),
-    "bench": frozenset({"bench", "benches", "benchmark", "benchmarks"}),
-    "vendored": frozenset({"vendor", "vendored", "third_party", "thirdparty", "external", "extern"}),
-    "compat": frozenset({"compat", "_compat", "shims", "polyfills", "backports"}),
-    "docs": frozenset({"doc", "docs", "documentation", "website"}),
-}
-_TEST_FILE = re.compile(r"(?:^test_.*|.*_tests?\.\w+|.*\.(?:test|spec)\.\w+|conftest\.py|.*\.bats)$")
-_COMPAT_FILE = re.compile(r"^_?(?:compat|py3?compat|shims?|polyfills?)\.\w+$")
-
-
-def noise_kinds(path: str | None, language: str, kind: str) -> frozenset[str]:
-    """Which kinds of usually pushed-down code a span is (``test``, ``example``, ``fixture``, ``bench``,
-    ``vendored``, ``compat``, ``declaration``, ``docs``); empty for ordinary code."""
-    out: set[str] = set()
-    parts = (path or "").replace("\\", "/").lower().split("/")
-    dirs, name = parts[:-1], parts[-1]
-    for label, names in _SEGMENTS.items():
-        if names.intersection(dirs):
-            out.add(label)
-    if _TEST_FILE.match(name):
-        out.add("test")
-    if _COMPAT_FILE.match(name):
-        out.add("compat")
-    if name.endswith((".d.ts", ".d.mts", ".d.cts")) or (language in _TS and kind in DECLARATION_KINDS):
-        out.add("declaration")
-    if language in PROSE_LANGUAGES and ".ipynb#" not in (path or ""):  # a notebook's own prose is not docs
-        out.add("docs")
-    return frozenset(out)
-
 
 @dataclass(frozen=True, slots=True)
 class FileRank:
@@ -114,17 +94,21 @@ class Ranking:
         (False, ())
     """
 
-    RULES: ClassVar[tuple[str, ...]] = ("question", "definition", "noise", "tiny", "adaptive", "files", "diversity")
+    RULES: ClassVar[tuple[str, ...]] = ("question", "definition", "path", "noise", "tiny", "adaptive", "files",
+                                        "diversity")
 
     question: bool = True
     definition: bool = True
+    path: bool = True
     noise: bool = True
     tiny: bool = True
     adaptive: bool = True
     files: bool = True
-    diversity: bool = False
+    diversity: bool = True
     definition_boost: float = 3.0
     definition_shapes: frozenset[str] = frozenset({"symbol"})
+    path_boost: float = 1.0
+    path_min: float = 0.1
     noise_factor: float = 0.2
     tiny_tokens: int = 48
     tiny_factor: float = 0.25
@@ -133,18 +117,19 @@ class Ranking:
     rrf_k: int = 10
     file_depth: float = 0.3
     file_weight: float = 0.5
-    per_file: int = 3
-    page: int = 10
+    decay: float = 0.3
+    diverse_words: int = 10
 
     def __post_init__(self) -> None:
-        for name in ("definition_boost", "noise_factor", "tiny_factor", "file_depth", "file_weight"):
+        for name in ("definition_boost", "path_boost", "path_min", "noise_factor", "tiny_factor", "file_depth",
+                     "file_weight", "decay"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 msg = f"Ranking.{name} must be a number >= 0, got {value!r}"
                 raise ConfigurationError(msg)
-        for name in ("tiny_tokens", "rrf_k", "per_file", "page"):
+        for name in ("tiny_tokens", "rrf_k", "diverse_words"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "tiny_tokens" else 1):
+            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "rrf_k" else 0):
                 msg = f"Ranking.{name} must be a positive integer, got {value!r}"
                 raise ConfigurationError(msg)
 
@@ -164,6 +149,12 @@ class Ranking:
             raise ConfigurationError(msg)
         return replace(self, **{r: False for r in rules})
 
+    def for_reply(self) -> Ranking:
+        """These rules as a reply's context is ranked: without the diversity, which spreads a page of hits over
+        files. A reply spends its budget on the best answers whole (every piece of a long function, the functions
+        of one file a fix touches); its ranked file list shows the breadth."""
+        return replace(self, diversity=False) if self.diversity else self
+
     @classmethod
     def plain(cls) -> Ranking:
         """Every rule off: BM25 over the question's raw terms, fused with the dense list by plain RRF."""
@@ -171,18 +162,24 @@ class Ranking:
 
 
 def _own_names(span: Span) -> set[str]:
-    name = span.name
-    if not name:
-        return set()
-    low = name.lower()
-    return {low, low.rsplit(".", 1)[-1]}
+    """The names a span defines, lowercased, whole and by their last part: its own, and those of the definitions
+    inside it the chunker recorded (a small class inside a module: ``Rack.Response`` in the span ``Rack``)."""
+    out: set[str] = set()
+    for name in (span.name, *(sym.get("name") for sym in span.metadata.get("symbols") or ())):
+        if isinstance(name, str) and name:
+            low = name.lower()
+            out.update((low, low.rsplit(".", 1)[-1]))
+    return out
 
 
 def _factor(span: Span, question: Question, ranking: Ranking, names: frozenset[str]) -> float:
     f = 1.0
-    if ranking.definition and names and question.shape in ranking.definition_shapes and _own_names(span) & names:
+    defines = (ranking.definition and names and question.shape in ranking.definition_shapes
+               and _own_names(span) & names)
+    if defines:
         f *= ranking.definition_boost
-    if ranking.noise and noise_kinds(span.path, span.language, span.kind) - question.asks_for:
+    # What the question names is what it asks for, wherever it is defined (a TypeScript type, a test helper).
+    if ranking.noise and not defines and noise_kinds(span.path, span.language, span.kind) - question.asks_for:
         f *= ranking.noise_factor
     if (ranking.tiny and span.token_count < ranking.tiny_tokens and span.metadata.get("part", 1) > 1
             and "signature" not in span.metadata):
@@ -191,10 +188,12 @@ def _factor(span: Span, question: Question, ranking: Ranking, names: frozenset[s
 
 
 def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, float]], spans: Mapping[str, Span],
-         question: Question, ranking: Ranking) -> tuple[list[Ranked], list[FileRank]]:
+         question: Question, ranking: Ranking, named: frozenset[str] = frozenset()
+         ) -> tuple[list[Ranked], list[FileRank]]:
     """Order the candidates of ``lists`` (each engine's ids, best first, and ``scores``: each list's score of each
     id) and rank their files (see the module docstring). One list (lexical search, or an engine that fused BM25 and
-    the vectors itself) is ordered by its scores; several are fused by weighted RRF. Every id must be in ``spans``."""
+    the vectors itself) is ordered by its scores; several are fused by weighted RRF. Every id must be in ``spans``.
+    ``named``: the indexed files the question names (the path rule counts them as wholly matched)."""
     names = [n for n in lists if lists[n]]
     positions = {n: {rid: pos for pos, rid in enumerate(lists[n], 1)} for n in names}
     ids = list(dict.fromkeys(rid for n in names for rid in lists[n]))
@@ -205,11 +204,20 @@ def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, f
         weights = {n: (w if n.endswith("lexical") else 1.0 - w) for n in names}
         base = {rid: sum(weights[n] / (ranking.rrf_k + positions[n][rid]) for n in names if rid in positions[n])
                 for rid in ids}
+    if ranking.path and (question.topic or named) and ids:
+        top = max(base.values())
+        shares: dict[str, float] = {}
+        for rid in ids:
+            path = file_of(spans[rid].path)
+            if path not in shares:
+                shares[path] = 1.0 if path in named else path_share(question.topic, path)
+            if shares[path] >= ranking.path_min:
+                base[rid] += ranking.path_boost * top * shares[path]
     wanted = frozenset(question.names)
     score = {rid: base[rid] * _factor(spans[rid], question, ranking, wanted) for rid in ids}
     by_file: dict[str, list[str]] = {}
     for rid in sorted(ids, key=lambda r: -score[r]):
-        by_file.setdefault(_file_of(spans[rid].path), []).append(rid)
+        by_file.setdefault(file_of(spans[rid].path), []).append(rid)
     # The file stage works on BM25 scores; fused RRF scores lie too close together (a file of many matching spans
     # passed a span that was first in both lists), so hybrid search does without it.
     stage = ranking.files and names == ["lexical"]
@@ -221,8 +229,10 @@ def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, f
             for rid in members:
                 score[rid] += lift
     order = sorted(ids, key=lambda r: (-round(score[r], 12), spans[r].path or "", spans[r].start_byte, r))
-    if ranking.diversity:
-        order = _spread(order, spans, ranking.per_file, ranking.page)
+    if ranking.diversity and question.words <= ranking.diverse_words:
+        taken = saturate(order, score, spans, ranking.decay)
+        order = [rid for rid, _ in taken]
+        score = dict(taken)
     ranked = [Ranked(rid, score[rid], {n: positions[n][rid] for n in names if rid in positions[n]})
               for rid in order]
     files = []
@@ -233,23 +243,3 @@ def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, f
         files.append(FileRank(best.path or f, file_score[f], best.start_line, best.end_line, best.name))
     return ranked, files
 
-
-def _file_of(path: str | None) -> str:
-    """The file a span belongs to: a notebook cell's (``nb.ipynb#cell3``) is its notebook."""
-    p = path or ""
-    return p.split("#cell", 1)[0] if ".ipynb#cell" in p else p
-
-
-def _spread(order: list[str], spans: Mapping[str, Span], per_file: int, page: int) -> list[str]:
-    """The first ``page`` ids with at most ``per_file`` of one file while other files have candidates left."""
-    head: list[str] = []
-    held: dict[str, int] = {}
-    rest: list[str] = []
-    for rid in order:
-        f = _file_of(spans[rid].path)
-        if len(head) < page and held.get(f, 0) < per_file:
-            head.append(rid)
-            held[f] = held.get(f, 0) + 1
-        else:
-            rest.append(rid)
-    return head + rest
