@@ -78,9 +78,10 @@ def check(result, source: str, *, method: tuple[int, int], header: int, bindings
     numbers = [n for n, _ in shown]
     assert len(numbers) == len(set(numbers)), "a line is shown twice"
     skeletons = [p for p in result.pieces if p.kind == "skeleton"]
-    for sk in skeletons:  # a skeleton repeats no line shown verbatim
+    for sk in skeletons:  # a skeleton repeats no line shown verbatim (a closing brace is no line's content)
         verbatim = {t.strip() for _, t in shown if t.strip()}
-        assert not [ln for ln in sk.text.splitlines()[1:] if ln.strip() and ln.strip() != "..." and ln.strip() in verbatim]
+        assert not [ln for ln in sk.text.splitlines()[1:]
+                    if ln.strip() and ln.strip() not in ("...", "}", "};") and ln.strip() in verbatim]
     for n, text in shown:
         assert text == lines_of(source, n, n)[0], f"line {n} is not verbatim"
     have = set(numbers)
@@ -157,16 +158,34 @@ def test_typescript_method_with_import_type(ts_retriever, budget):
           other_bodies=others, budget=budget)
 
 
-def test_a_multi_line_import_contributes_only_the_lines_it_needs():
+def test_a_short_parenthesised_import_is_shown_whole():
+    """Issue 37, item 6: a multi-line import is shown so that it parses; a short one whole, under one marker."""
     src = ("from collections import (\n    OrderedDict,\n    defaultdict,\n    namedtuple,\n)\n\n\n"
            "def group(pairs):\n    out = defaultdict(list)\n    for k, v in pairs:\n        out[k].append(v)\n"
            "    return out\n")
     r = CodeRetriever(k=1, max_context_tokens=200)
     r.index_texts({"g.py": src})
     res = r.retrieve("group pairs by key into lists")
-    have = {n for n, _ in shown_lines(res)}
-    assert {1, 3} <= have and not {2, 4} & have  # `from collections import (` and `defaultdict,` only
-    assert re.search(r"# g.py:1-1\nfrom collections import \(\n# g.py:3-3\n    defaultdict,\n", res.context)
+    assert res.context.startswith("# g.py:1-5\nfrom collections import (\n    OrderedDict,\n    defaultdict,\n"
+                                  "    namedtuple,\n)\n# g.py:8-12\ndef group(pairs):\n")
+
+
+def test_a_long_parenthesised_import_is_shown_by_its_head_the_names_used_and_its_closing_line():
+    """Issue 37, item 6: of a long import, the head, the lines naming what the hit uses and the closing line, under
+    one marker: what is shown parses and says where the names come from."""
+    names = ["ChainMap", "Counter", "OrderedDict", "UserDict", "UserList", "UserString", "defaultdict", "deque",
+             "namedtuple", "abc"]
+    src = ("from collections import (\n" + "".join(f"    {n},\n" for n in names) + ")\n\n\n"
+           "def group(pairs):\n    out = defaultdict(list)\n    for k, v in pairs:\n        out[k].append(v)\n"
+           "    return Counter(out)\n")
+    r = CodeRetriever(k=1, max_context_tokens=200)
+    r.index_texts({"g.py": src})
+    res = r.retrieve("group pairs by key into lists")
+    excerpt = "from collections import (\n    Counter,\n    defaultdict,\n)\n"
+    assert res.context.startswith(f"# g.py:1-12 (excerpt)\n{excerpt}# g.py:15-19\ndef group(pairs):\n")
+    compile(excerpt, "g.py", "exec")
+    [piece] = [p for p in res.pieces if p.kind == "excerpt"]
+    assert (piece.start_line, piece.end_line) == (1, 12)
 
 
 def test_a_split_class_method_is_not_repeated_by_its_skeleton():

@@ -19,7 +19,9 @@ The budget is spent in this order, every step in rank order over the hits:
    module-level binding lines the core uses, in file order, then, for a notebook cell, its neighbouring cells (the
    markdown cell that explains a code cell, the code cell a markdown cell introduces). In fill mode a hit that
    cannot have them all is taken without its neighbouring cells, else alone.
-3. **Skeletons.** The skeleton of the innermost enclosing class (signatures only, bodies elided).
+3. **Skeletons.** The skeleton of the innermost enclosing class (signatures only, bodies elided); when it does not
+   fit, the same cut down to the members the core reaches (``this.retry(...)``, ``self.hooks``) between the header
+   and the closing line, so that a TypeScript method's class is shown closed.
 4. **Whole scopes.** A zoomed hit whole, then the enclosing scopes whole while they fit (a scope present verbatim
    makes its skeleton redundant: the skeleton is dropped from the render, and its cost with it).
 
@@ -28,7 +30,9 @@ A candidate that would push the *rendered* context over ``max_context_tokens`` i
 rendered file by file (files in order of their best hit; the cells of a notebook shown for one hit in notebook order),
 in file order within a file, each preceded by a ``# path:start-end`` marker (1-based, inclusive lines). A skeleton is marked ``# path:start-end (skeleton)``; its text
 is not a verbatim slice, and its lines that are already in the context verbatim (a header, a method shown whole)
-are left out of it: no line appears twice. The result is never over budget.
+are left out of it: no line appears twice. A long import or constant is an *excerpt*, ``# path:start-end
+(excerpt)``: its head, the lines that name what the hits use and its closing line, so that what is shown parses.
+The result is never over budget.
 
 Example:
     >>> from llmc_splitters.retrieval.expand import Snippet, expand
@@ -43,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ConfigurationError
-from .render import Piece, Scope, Snippet, _Cand, _PartSums, _render, _Whole, render_marker
+from .render import Piece, Scope, Snippet, _Cand, _PartSums, _render, _Whole, called_skeleton, render_marker
 
 __all__ = ["DEFAULT_MARKER", "Snippet", "Scope", "Part", "HitContext", "Piece", "Expansion", "expand",
            "render_marker"]
@@ -130,6 +134,7 @@ def _covered(c: _Cand, chosen: list[_Cand]) -> bool:
     return any(
         o.snippet is not None
         and o.kind != "skeleton"
+        and o.snippet.lines is None
         and not o.truncated
         and o.snippet.path == s.path
         and o.snippet.start_byte <= s.start_byte
@@ -329,8 +334,15 @@ def _expand(
             h = hits[rank]
             skel = part.skeleton if part is not None and part.skeleton is not None else \
                 next((sc for sc in h.scopes if sc.skeleton), None)
-            if skel is not None:
-                consider(_Cand(rank, h.score, "skeleton", scope=skel))
+            if skel is None:
+                continue
+            whole = _Cand(rank, h.score, "skeleton", scope=skel)
+            if fits(whole):
+                chosen.append(whole)
+                continue
+            # What fits instead: the header, the members the core reaches (`this.retry(...)`) and the closing line.
+            cut_down = called_skeleton(skel, (part.snippet if part is not None else h.hit).text)
+            consider(_Cand(rank, h.score, "skeleton", scope=cut_down) if cut_down is not None else whole)
         # 4. Whole scopes: a zoomed hit whole, then each enclosing scope while it fits.
         for rank, part in kept.items():
             h = hits[rank]
