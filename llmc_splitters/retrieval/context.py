@@ -374,4 +374,7 @@ def get_symbol(store: SpanStore, name: str, path: str | None = None) -> list[Sni
         tail = name.rsplit(".", 1)[-1]
         out = whole(r for r in store.by_name(tail, path, tail=True) if (r.span.name or "").endswith("." + name))
         out += inside_leaves(lambda n: n.endswith("." + name), store.with_symbol(name, path, suffix=True))
-    return sorted(set(out), key=lambda s: (s.path or "", s.start_byte, -s.end_byte))
+    out = sorted(set(out), key=lambda s: (s.path or "", s.start_byte, -s.end_byte))
+    # A definition found both as a span and in a leaf's symbols (its lines without its comment) is listed once.
+    return [s for k, s in enumerate(out) if not any(o.path == s.path and o.start_byte <= s.start_byte and
+                                                    s.end_byte <= o.end_byte for o in out[:k])]
