@@ -196,3 +196,48 @@ def test_a_split_class_method_is_not_repeated_by_its_skeleton():
     skel = next(p for p in res.pieces if p.kind == "skeleton")
     assert "def cancel(self, event):" not in skel.text  # shown whole, not again in the skeleton
     assert "def enterabs(self, time, priority, action, argument=(), kwargs=_sentinel):" in skel.text
+
+
+RETRY_PY = '''\
+MAX_SAFE_TIMEOUT = 2_147_483_647
+
+
+class Reply:
+    def retry(self, fn):
+        """Send the request, retrying on failure as the retry options allow."""
+        try:
+            return fn()
+        except Exception as error:
+            if not self.should_retry(error):
+                raise
+            self.retry_count += 1
+            ms = self.calculate_delay()
+            if ms > MAX_SAFE_TIMEOUT:
+                raise RangeError(f"The retry delay {ms} s is over {MAX_SAFE_TIMEOUT} s")
+            delay(ms)
+            for hook in self.hooks.before_request:
+                hook(self.request)
+            return self.retry(fn)
+
+    def close(self):
+        self.closed = True
+'''
+
+
+def test_a_piece_of_a_split_method_says_that_it_continues():
+    """Issue 37: a piece of a split method ended with no sign that it goes on. Its marker now says where the
+    method ends (the span's text is unchanged); once the method is shown whole, the note goes."""
+    r = CodeRetriever(max_tokens=60, k=1)
+    r.index_texts({"reply.py": RETRY_PY})
+    query = "retry delay over MAX_SAFE_TIMEOUT RangeError"
+    end = _line(RETRY_PY, "return self.retry(fn)")
+    res = r.retrieve(query, max_context_tokens=150)
+    hit = res.hits[0].span
+    assert hit.metadata.get("split") and hit.end_line < end
+    [piece] = [p for p in res.pieces if p.kind == "hit"]
+    assert piece.continues == end and not piece.truncated
+    assert f"# reply.py:{piece.start_line}-{piece.end_line} (continues to line {end})\n" in res.context
+    assert hit.text in res.context and "(continues" not in hit.text
+    whole = r.retrieve(query, max_context_tokens=600)
+    assert all(p.continues is None for p in whole.pieces) and "(continues" not in whole.context
+    assert "".join(lines_of(RETRY_PY, _line(RETRY_PY, "def retry"), end)) in whole.context

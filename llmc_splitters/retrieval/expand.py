@@ -32,7 +32,8 @@ in file order within a file, each preceded by a ``# path:start-end`` marker (1-b
 is not a verbatim slice, and its lines that are already in the context verbatim (a header, a method shown whole)
 are left out of it: no line appears twice. A long import or constant is an *excerpt*, ``# path:start-end
 (excerpt)``: its head, the lines that name what the hits use and its closing line, so that what is shown parses.
-The result is never over budget.
+A piece of a function, method or section that goes on past it is marked ``# path:start-end (continues to line N)``
+(the span's text is unchanged). The result is never over budget.
 
 Example:
     >>> from llmc_splitters.retrieval.expand import Snippet, expand
@@ -124,6 +125,24 @@ class Expansion:
     token_count: int
     dropped: tuple[tuple[int, str], ...] = field(default=())
     cores: tuple[tuple[int, int, int, bool], ...] = field(default=())
+
+
+# The kinds of definition whose piece says that it goes on (a class is shown by its skeleton instead).
+_CONTINUED_KINDS = frozenset({"function", "method", "section"})
+
+
+def _continuation(h: HitContext, core: Snippet, part: Part | None) -> tuple[int, int] | None:
+    """``(end byte, end line)`` of the function, method or section that ``core`` (the hit, or ``part`` of it) is a
+    piece of, when it goes on past the core: the split definition around a hit, or the hit around a block of it (a
+    part of a hit that holds several definitions is one of them, whole)."""
+    outer = [sc.snippet for sc in h.scopes[:1] if sc.kind in _CONTINUED_KINDS]
+    if part is not None and not h.container:
+        outer.append(h.hit)
+    # The line is its last one that is not blank (the blank lines after a definition belong to its span).
+    ends = [(s.end_byte, s.start_line + s.text.rstrip().count("\n")) for s in outer
+            if s.path == core.path and s.end_byte > core.end_byte]
+    end = max(ends) if ends else None
+    return end if end is not None and end[1] > core.end_line else None
 
 
 def _covered(c: _Cand, chosen: list[_Cand]) -> bool:
@@ -285,7 +304,7 @@ def _expand(
 
     def core(rank: int, h: HitContext) -> tuple[list[_Cand], Part | None] | None:
         """The hit whole, else its best part that fits (with its essentials in fill mode), else ``None``."""
-        whole = _Cand(rank, h.score, "hit", h.hit)
+        whole = _Cand(rank, h.score, "hit", h.hit, continues=_continuation(h, h.hit, None))
         zoomed = h.zoom is not None and rank < ZOOM_RANKS and (h.container or not kept)
         if not (zoomed and h.container):
             for unit in units(rank, h, whole, None):
@@ -294,7 +313,7 @@ def _expand(
         if zoomed:
             room = max_context_tokens - measure(chosen)
             for part in h.zoom(max(room, 1)):  # type: ignore[misc]
-                pc = _Cand(rank, h.score, "hit", part.snippet)
+                pc = _Cand(rank, h.score, "hit", part.snippet, continues=_continuation(h, part.snippet, part))
                 for unit in units(rank, h, pc, part):
                     if fits(*unit):
                         return unit, part

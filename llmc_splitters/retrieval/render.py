@@ -76,6 +76,9 @@ class Piece:
         score: Best score of the hits it contains or serves.
         rank: Best (0-based) rank of those hits.
         truncated: Whether the text was cut to fit the budget.
+        continues: For a part of a function, method or section that goes on past the piece (a piece of a split
+            definition, a block of a hit zoomed into), the definition's last line; its marker says so
+            (``(continues to line N)``). ``None`` otherwise.
     """
 
     path: str | None
@@ -88,6 +91,7 @@ class Piece:
     score: float = 0.0
     rank: int = 0
     truncated: bool = False
+    continues: int | None = None
 
 
 @dataclass(slots=True)
@@ -98,6 +102,7 @@ class _Cand:
     snippet: Snippet | None = None
     scope: Scope | None = None  # for skeletons
     truncated: bool = False
+    continues: tuple[int, int] | None = None  # (end byte, end line) of the definition a core is a part of
 
     @property
     def path(self) -> str | None:
@@ -139,6 +144,8 @@ def _merge(cands: list[_Cand]) -> list[Piece]:
         kinds = tuple(dict.fromkeys(m.kind for m in members))
         ids = tuple(dict.fromkeys(m.snippet.span_id for m in members if m.snippet and m.snippet.span_id))
         kind = "hit" if "hit" in kinds else ("scope" if "scope" in kinds else kinds[0])
+        # The definition a piece belongs to goes on past it, unless what was merged with it reaches its end.
+        rest = [m.continues for m in members if m.continues is not None and m.continues[0] > snip.end_byte]
         piece = Piece(
             snip.path,
             snip.start_line,
@@ -150,6 +157,7 @@ def _merge(cands: list[_Cand]) -> list[Piece]:
             max(m.score for m in members),
             min(m.rank for m in members),
             any(m.truncated for m in members),
+            max(line for _, line in rest) if rest and not any(m.truncated for m in members) else None,
         )
         pieces.append((snip.start_byte, 1, piece))
     pieces.extend(_excerpts([c for c in cands if c.kind != "skeleton" and not _literal(c)], merged))
@@ -256,6 +264,8 @@ def _groups(cands: Sequence[_Cand]) -> list[list[_Cand]]:
 
 def _render_piece(p: Piece, marker: str) -> str:
     note = p.kind if p.kind in ("skeleton", "excerpt") else ("truncated" if p.truncated else "")
+    if p.continues is not None:
+        note = f"continues to line {p.continues}"
     text = p.text if p.text.endswith("\n") else p.text + "\n"
     return render_marker(marker, p.path, p.start_line, p.end_line, note) + "\n" + text
 
