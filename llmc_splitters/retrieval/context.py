@@ -6,7 +6,6 @@ leaves of a line range), so building the context of ``k`` hits costs ``O(k)`` re
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -110,8 +109,8 @@ def binding_lines(path: str | None, bindings: Sequence[dict[str, Any]], used: It
     """The used bindings a hit needs, each statement once and in a form that parses: whole when it has at most
     :data:`_WHOLE_LINES` lines, and a type (a TypeScript ``type`` or ``interface``, a Python ``type`` alias) always
     whole, since its lines are what the name means; else an excerpt (:attr:`Snippet.lines`): its first line, the
-    lines that name what the hit uses (``names``) and its closing line. Used statements that only other short
-    bindings (at most :data:`_GAP_LINES` lines of them) separate are joined into one slice, under one marker."""
+    lines that name what the hit uses (``names``) and its closing line. Used statements that only blank lines
+    separate are joined into one slice, under one marker."""
     out: list[Snippet] = []
     for i in sorted(set(used)):
         if not 0 <= i < len(bindings):
@@ -124,27 +123,27 @@ def binding_lines(path: str | None, bindings: Sequence[dict[str, Any]], used: It
             keep = tuple(k for k, line in enumerate(lines)
                          if k in (0, len(lines) - 1) or wanted and _names_in(line) & wanted)
         out.append(Snippet(path, b["start"], b["end"], b["start_line"], b["end_line"], b["text"], lines=keep))
-    return _joined(out, bindings)
+    return _joined(out)
 
 
-def _joined(snippets: list[Snippet], bindings: Sequence[dict[str, Any]]) -> list[Snippet]:
-    """``snippets`` (whole bindings and excerpts) in file order, with each run of whole ones that only short bindings
-    and blank lines separate joined into one slice (what separates them included)."""
-    starting = {b["start"]: b for b in bindings}
-    starts = sorted(starting)
+def _joined(snippets: list[Snippet]) -> list[Snippet]:
+    """``snippets`` (whole bindings and excerpts) in file order, with whole ones that touch, or that only blank lines
+    (at most :data:`_GAP_LINES`) separate, joined into one slice. A binding the hit does not use is never shown for
+    the sake of one marker less."""
     out: list[Snippet] = []
     for s in sorted(set(snippets), key=lambda s: (s.start_byte, -s.end_byte)):
         prev = out[-1] if out else None
         if prev is None or prev.lines is not None or s.lines is not None:
             out.append(s)
             continue
+        gap = s.start_line - prev.end_line - 1
         if s.start_byte > prev.end_byte:
-            gap = _gap(prev, s, starting, starts)
-            if gap is None:
+            # Only blank lines between them: as many bytes as lines ("\n" each), nothing else.
+            if not 0 < gap <= _GAP_LINES or s.start_byte - prev.end_byte != gap:
                 out.append(s)
                 continue
             prev = Snippet(prev.path, prev.start_byte, s.start_byte, prev.start_line, s.start_line - 1,
-                           prev.text + gap)
+                           prev.text + "\n" * gap)
         if s.end_byte > prev.end_byte:
             tail = s.text.encode("utf-8", "surrogatepass")[prev.end_byte - s.start_byte:]
             prev = Snippet(prev.path, prev.start_byte, s.end_byte, prev.start_line, s.end_line,
@@ -153,38 +152,10 @@ def _joined(snippets: list[Snippet], bindings: Sequence[dict[str, Any]]) -> list
     return out
 
 
-def _gap(prev: Snippet, nxt: Snippet, starting: dict[int, dict[str, Any]], starts: list[int]) -> str | None:
-    """The text between two bindings when it is only other bindings (at most :data:`_GAP_LINES` lines of them) and
-    blank lines (at most :data:`_GAP_LINES` of them in a row), else ``None``. ``starting``: the file's bindings by
-    their first byte, ``starts`` those bytes in order."""
-    parts: list[str] = []
-    pos, line, code = prev.end_byte, prev.end_line + 1, 0
-    while pos < nxt.start_byte:
-        b = starting.get(pos)
-        if b is not None:
-            code += b["end_line"] - b["start_line"] + 1
-            if code > _GAP_LINES:
-                return None
-            parts.append(b["text"])
-            pos, line = b["end"], b["end_line"] + 1
-            continue
-        # Blank lines up to the next binding: as many bytes as lines ("\n" each), nothing else.
-        k = bisect.bisect_right(starts, pos)
-        following = starting[starts[k]] if k < len(starts) and starts[k] < nxt.start_byte else None
-        end, end_line = (nxt.start_byte, nxt.start_line) if following is None else \
-            (following["start"], following["start_line"])
-        blank = end_line - line
-        if not 0 < blank <= _GAP_LINES or end - pos != blank:
-            return None
-        parts.append("\n" * blank)
-        pos, line = end, end_line
-    return "".join(parts)
-
-
 # A used binding of at most this many lines is shown whole; a longer one by its head, the lines naming what a hit
 # uses and its closing line.
 _WHOLE_LINES = 8
-# Two used bindings that at most this many lines of other bindings separate are shown as one slice.
+# Two used bindings that at most this many blank lines separate are shown as one slice.
 _GAP_LINES = 2
 
 
