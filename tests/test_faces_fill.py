@@ -58,22 +58,16 @@ def test_invoke_without_k_fills_the_budget(lc, cl100k, budget):
     ]
     used = sum(cl100k.count(d.page_content) for d in docs)
     assert used <= budget
-    # Filled: every candidate left out is bigger, bare (marker and text), than what is left of the budget. (A doc
-    # comment the chunker left on its own is shown with the definition after it: that is its bare text.)
+    # Filled: every candidate left out is bigger, bare (marker and text), than what is left of the budget.
     shown = {d.metadata["span_id"] for d in docs}
     left = budget - used
     candidates = lc.code_retriever.search(QUERY, 50).hits
-    store = lc.code_retriever.index.span_store
     for hit in candidates:
         if hit.span.id not in shown:
             s = hit.span
-            text, end = s.text, s.end_line
-            nxt = store.leaf_starting_at(s.path, s.end_byte) if s.kind == "comment" else None
-            if nxt is not None and nxt.kind not in ("comment", "imports", "block"):
-                text, end = text + nxt.text, nxt.end_line
-            assert cl100k.count(render_marker("# {path}:{start}-{end}", s.path, s.start_line, end)
-                                + "\n" + text) > left, (s.path, s.name)
-    if budget >= 4096:  # (at 1,024 one hit of 463 tokens leaves room for 4 or 5, as the markers' notes go)
+            assert cl100k.count(render_marker("# {path}:{start}-{end}", s.path, s.start_line, s.end_line)
+                                + "\n" + s.text) > left, (s.path, s.name)
+    if budget >= 1024:
         assert len(docs) > 4, "an ample budget holds more than the old default of 4 hits"
     assert [d.metadata["rank"] for d in docs] == sorted(d.metadata["rank"] for d in docs)
 

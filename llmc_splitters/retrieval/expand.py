@@ -32,8 +32,8 @@ in file order within a file, each preceded by a ``# path:start-end`` marker (1-b
 is not a verbatim slice, and its lines that are already in the context verbatim (a header, a method shown whole)
 are left out of it: no line appears twice. A long import or constant is an *excerpt*, ``# path:start-end
 (excerpt)``: its head, the lines that name what the hits use and its closing line, so that what is shown parses.
-A piece of a function, method or section that goes on past it is marked ``# path:start-end (continues to line N)``
-(the span's text is unchanged). The result is never over budget.
+A piece of a function, method or section that goes on past it is marked ``# path:start-end (continues)`` (the
+span's text is unchanged; :attr:`Piece.continues` holds the definition's last line). The result is never over budget.
 
 Example:
     >>> from llmc_splitters.retrieval.expand import Snippet, expand

@@ -78,7 +78,7 @@ class Piece:
         truncated: Whether the text was cut to fit the budget.
         continues: For a part of a function, method or section that goes on past the piece (a piece of a split
             definition, a block of a hit zoomed into), the definition's last line; its marker says so
-            (``(continues to line N)``). ``None`` otherwise.
+            (``(continues)``, three tokens). ``None`` otherwise.
     """
 
     path: str | None
@@ -212,9 +212,18 @@ def _excerpts(cands: list[_Cand], merged: list[tuple[Snippet, list[_Cand]]]) -> 
     for (start, _), members in by_range.items():
         s = members[0].snippet
         assert s is not None
-        keep = sorted({k for m in members for k in m.snippet.lines or ()})  # type: ignore[union-attr]
+        keep = {k for m in members for k in m.snippet.lines or ()}  # type: ignore[union-attr]
         lines = s.text.splitlines(keepends=True)
-        text = "".join(lines[k] for k in keep if k < len(lines))
+        pos, shown = s.start_byte, []
+        for k, line in enumerate(lines):
+            end = pos + len(line.encode("utf-8", "surrogatepass"))
+            # A line a verbatim piece already shows (a hit inside the statement) is not shown twice.
+            if k in keep and not any(m.start_byte <= pos and end <= m.end_byte for m, _ in merged):
+                shown.append(line)
+            pos = end
+        text = "".join(shown)
+        if not text:
+            continue
         ids = tuple(dict.fromkeys(m.snippet.span_id for m in members if m.snippet and m.snippet.span_id))
         out.append((start, 1, Piece(s.path, s.start_line, s.end_line, text, "excerpt", ("excerpt",), ids,
                                     max(m.score for m in members), min(m.rank for m in members))))
@@ -265,7 +274,7 @@ def _groups(cands: Sequence[_Cand]) -> list[list[_Cand]]:
 def _render_piece(p: Piece, marker: str) -> str:
     note = p.kind if p.kind in ("skeleton", "excerpt") else ("truncated" if p.truncated else "")
     if p.continues is not None:
-        note = f"continues to line {p.continues}"
+        note = "continues"
     text = p.text if p.text.endswith("\n") else p.text + "\n"
     return render_marker(marker, p.path, p.start_line, p.end_line, note) + "\n" + text
 
