@@ -1,4 +1,4 @@
-"""Fit the confidence of :func:`llmc_splitters.retrieval.search.confidence` on the tune packages, and check it.
+"""Fit the confidence of :func:`llmc_splitters.retrieval.search.hits.confidence` on the tune packages, and check it.
 
     python -m benchmarks.calibrate        # signals of every tune and held-out query, the fit, the bucket tables
 

@@ -48,7 +48,7 @@ _DIRECT = textwrap.dedent(
     import json, sys, time
     from llmc_splitters.retrieval import CodeIndex
     from llmc_splitters.retrieval.embeddings import BatchEmbedder, resolve_embedding
-    from llmc_splitters.retrieval.records import embed_source
+    from llmc_splitters.retrieval.storage.file_rows import embed_source
     emb = resolve_embedding(sys.argv[2])
     idx = CodeIndex(sys.argv[1], embedding=emb, create=False)
     texts = {}

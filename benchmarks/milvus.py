@@ -42,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from llmc_splitters.retrieval.milvus import engines
+from llmc_splitters.retrieval.storage.milvus import engines
 
 from .perf import distinct_tree, index_tree
 from .query_path import QUESTIONS

@@ -38,15 +38,15 @@ import math
 import os
 import platform
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from benchmarks.gitsrc import export_commit
 
 HERE = Path(__file__).resolve().parent
 TUNESET = HERE / "tuneset"
@@ -131,12 +131,7 @@ def source_tree(repo: Repo) -> Path:
         msg = (f"no source for {repo.repo}@{repo.commit[:12]}: put a checkout in $LLMC_TUNE_SOURCES/{repo.key} or a "
                f"bare clone holding that commit in $LLMC_TUNE_MIRRORS/{repo.key}/repo")
         raise SystemExit(msg)
-    tmp = Path(tempfile.mkdtemp(dir=CACHE.parent if CACHE.parent.exists() else None))
-    archive = subprocess.run(["git", "-C", str(mirror), "archive", repo.commit], capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp.rename(dest)
-    return dest
+    return export_commit(mirror, repo.commit, dest)
 
 
 # ------------------------------------------------------------------------------------------------------ metrics
@@ -188,16 +183,22 @@ def score_ranking(q: Question, result: Any) -> dict[str, float]:
     return out
 
 
-def reply_recall(q: Question, pieces: Sequence[Any]) -> float:
-    """The share of gold definitions with at least half of their lines shown by the reply's pieces."""
+def shown(gold: Sequence[Gold], pieces: Sequence[Any]) -> float:
+    """The share of ``gold`` definitions with at least half of their lines shown by the pieces (of a reply) of the
+    same file."""
     got = 0
-    for g in q.gold:
+    for g in gold:
         lines: set[int] = set()
         for p in pieces:
             if p.path == g.path:
                 lines.update(range(max(p.start_line, g.start_line), min(p.end_line, g.end_line) + 1))
         got += len(lines) * 2 >= g.end_line - g.start_line + 1
-    return got / len(q.gold)
+    return got / len(gold)
+
+
+def reply_recall(q: Question, pieces: Sequence[Any]) -> float:
+    """The share of the question's gold definitions the reply's pieces show (see :func:`shown`)."""
+    return shown(q.gold, pieces)
 
 
 # ---------------------------------------------------------------------------------------------------- running
@@ -280,10 +281,10 @@ def run_mode(repos: Sequence[Repo], mode: str, *, variants: dict[str, Any], repl
 def variants_for(ablate: str | None) -> dict[str, Any]:
     """The ranking settings to compare: the library's default, and with ``ablate`` each rule (or ``all`` of them)
     off in turn, or on for a rule the default leaves off (the library's
-    :class:`~llmc_splitters.retrieval.ranking.Ranking` names its rules)."""
+    :class:`~llmc_splitters.retrieval.search.ranking.Ranking` names its rules)."""
     if not ablate:
         return {"default": None}
-    from llmc_splitters.retrieval.ranking import Ranking
+    from llmc_splitters.retrieval.search.ranking import Ranking
 
     from dataclasses import replace
 

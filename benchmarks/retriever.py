@@ -108,7 +108,7 @@ def evaluate_package(pkg: Package, retriever: str, dense: object, budgets: tuple
     """``milvus``: a directory for a Milvus Lite file per package (the whole index on Milvus); else the local
     engines."""
     from llmc_splitters.retrieval import CodeRetriever
-    from llmc_splitters.retrieval.expand import render_marker
+    from llmc_splitters.retrieval.context.expand import render_marker
 
     embedding = _embedding_adapter(dense) if retriever == "hybrid" else None
     store = None

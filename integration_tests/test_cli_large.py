@@ -23,7 +23,7 @@ from conftest import STDLIB
 pytestmark = pytest.mark.slow
 
 pytest.importorskip("chromadb")
-pytest.importorskip("bm25s")
+pytest.importorskip("tantivy")
 pytest.importorskip("pathspec")
 
 MIN_FILES = 1000

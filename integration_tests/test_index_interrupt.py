@@ -53,7 +53,8 @@ DRIVER = textwrap.dedent(
     import sys
 
     from llmc_splitters.retrieval import CodeIndex, HashingEmbedding, IndexInterrupted
-    from llmc_splitters.retrieval import indexing, lexical_index, spanstore, store as store_module
+    from llmc_splitters.retrieval.indexing import indexer as indexing
+    from llmc_splitters.retrieval.storage import chroma_vectors as store_module, lexical_tantivy as lexical_index, span_store as spanstore
 
     _COUNTS = {}
     _PROGRESS = os.environ["LLMC_PROGRESS"]
@@ -282,7 +283,7 @@ def _texts(tree: pathlib.Path) -> dict[str, str]:
     from fnmatch import fnmatchcase
 
     from llmc_splitters.chunking.inputs import binary_reason, decode
-    from llmc_splitters.retrieval.selection import DEFAULT_INCLUDE, _script
+    from llmc_splitters.retrieval.indexing.selection import DEFAULT_INCLUDE, _script
 
     def selected(q: pathlib.Path) -> bool:
         return any(fnmatchcase(q.name, g) for g in DEFAULT_INCLUDE) or "." not in q.name and _script(q)

@@ -41,7 +41,8 @@ DRIVER = textwrap.dedent(
     import json, sys
     from pathlib import Path
     from llmc_splitters import ASTChunker
-    from llmc_splitters.retrieval import CodeIndex, IndexInterrupted, indexing
+    from llmc_splitters.retrieval import CodeIndex, IndexInterrupted
+    from llmc_splitters.retrieval.indexing import indexer as indexing
 
     db, tree, phase, flag = sys.argv[1:5]
     name = "chunk" if phase == "chunk" else "build_file"

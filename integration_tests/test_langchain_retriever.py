@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("langchain_core")
 pytest.importorskip("chromadb")
-pytest.importorskip("bm25s")
+pytest.importorskip("tantivy")
 
 from langchain_community.document_loaders import DirectoryLoader, TextLoader  # noqa: E402
 from langchain_core.documents import Document  # noqa: E402

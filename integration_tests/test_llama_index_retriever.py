@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 pytest.importorskip("chromadb")
-pytest.importorskip("bm25s")
+pytest.importorskip("tantivy")
 
 from llama_index.core import SimpleDirectoryReader  # noqa: E402
 from llama_index.core.embeddings import MockEmbedding  # noqa: E402

@@ -45,7 +45,7 @@ from llmc_splitters.ingest.manifest import ManifestState, filter_manifest, git_m
 from llmc_splitters.ingest.pipeline import run_local  # noqa: E402
 from llmc_splitters.ingest.ray import run_ray  # noqa: E402
 from llmc_splitters.retrieval import CodeIndex, HashingEmbedding, MilvusStore  # noqa: E402
-from llmc_splitters.retrieval.milvus.client import unpack_text  # noqa: E402
+from llmc_splitters.retrieval.storage.milvus.client import unpack_text  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -156,7 +156,7 @@ _DRIVER = textwrap.dedent("""
     from llmc_splitters.ingest.manifest import ManifestState, filter_manifest, git_manifest
     from llmc_splitters.ingest.ray import run_ray
     from llmc_splitters.retrieval import MilvusStore
-    from llmc_splitters.retrieval.milvus import spans
+    from llmc_splitters.retrieval.storage.milvus import spans
 
     address, repo, state_dir, db = sys.argv[1:5]
     writer._GROUP_FILES = 1
@@ -215,7 +215,7 @@ def server(tmp_path_factory):
 @pytest.fixture
 def driver_writes(monkeypatch):
     """The collections this process (the driver) upserts into, in order."""
-    from llmc_splitters.retrieval.milvus.client import Collections
+    from llmc_splitters.retrieval.storage.milvus.client import Collections
 
     seen: list[str] = []
     real = Collections.upsert

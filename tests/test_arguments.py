@@ -28,7 +28,7 @@ def _li_docs():
 
 def _lc_retriever():
     pytest.importorskip("chromadb")
-    pytest.importorskip("bm25s")
+    pytest.importorskip("tantivy")
     from llmc_splitters.langchain import CodeParentRetriever
 
     return CodeParentRetriever
@@ -36,7 +36,7 @@ def _lc_retriever():
 
 def _li_retriever():
     pytest.importorskip("chromadb")
-    pytest.importorskip("bm25s")
+    pytest.importorskip("tantivy")
     from llmc_splitters.llama_index import CodeParentRetriever
 
     return CodeParentRetriever

@@ -1,4 +1,4 @@
-"""The read path of an embedded Chroma store without chromadb (:mod:`llmc_splitters.retrieval.chroma_files`): it
+"""The read path of an embedded Chroma store without chromadb (:mod:`llmc_splitters.retrieval.storage.chroma_files`): it
 answers as Chroma does, over the persisted graph and the write-ahead log, and a query process never imports
 chromadb."""
 
@@ -20,9 +20,9 @@ pytest.importorskip("chromadb")
 pytest.importorskip("numpy")
 
 from llmc_splitters.retrieval import CodeIndex, CodeRetriever, HashingEmbedding  # noqa: E402
-from llmc_splitters.retrieval.chroma_files import ChromaFiles, _label_to_id  # noqa: E402
-from llmc_splitters.retrieval.filters import SearchFilter  # noqa: E402
-from llmc_splitters.retrieval.store import ChromaStore, Record, vector_metadata  # noqa: E402
+from llmc_splitters.retrieval.storage.chroma_files import ChromaFiles, _label_to_id  # noqa: E402
+from llmc_splitters.retrieval.storage.filters import SearchFilter  # noqa: E402
+from llmc_splitters.retrieval.storage.chroma_vectors import ChromaStore, Record, vector_metadata  # noqa: E402
 
 DIM = 16
 

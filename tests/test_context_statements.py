@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmc_splitters.chunking.analysis import skeleton_entries, skeleton_for
-from llmc_splitters.retrieval.context import binding_lines
+from llmc_splitters.retrieval.context.lookup import binding_lines
 
 pytest.importorskip("tantivy")
 tlp = pytest.importorskip("tree_sitter_language_pack")

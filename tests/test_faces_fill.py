@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from helpers import DATA
-from llmc_splitters.retrieval.expand import render_marker
+from llmc_splitters.retrieval.context.expand import render_marker
 
 pytest.importorskip("chromadb")
-pytest.importorskip("bm25s")
+pytest.importorskip("tantivy")
 
 FILES = {
     "textwrap.py": (DATA / "python" / "textwrap.py").read_text(encoding="utf-8"),

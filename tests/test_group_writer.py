@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from llmc_splitters.retrieval.group_writer import GroupWriter
+from llmc_splitters.retrieval.indexing.group_writer import GroupWriter
 
 
 class Stages:

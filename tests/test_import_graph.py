@@ -23,7 +23,7 @@ ROOT = Path(llmc_splitters.__file__).parent
 # What stands above the index and may import it: the faces, the ingestion pipeline, the CLI and the MCP server, and in
 # retrieval/ the package itself, the retriever and code_index(). The parts the index composes (the write path, the
 # search, the stores, context and expansion, the records) stand below it and are handed what they need as
-# collaborators (llmc_splitters.retrieval.parts): none of them imports it.
+# collaborators (llmc_splitters.retrieval.storage.parts): none of them imports it.
 ABOVE_THE_INDEX = ("llmc_splitters.cli", "llmc_splitters.mcp", "llmc_splitters.ingest", "llmc_splitters.langchain",
                    "llmc_splitters.llama_index")
 ABOVE_THE_INDEX_IN_RETRIEVAL = {"llmc_splitters.retrieval", "llmc_splitters.retrieval.retriever",
@@ -153,7 +153,7 @@ def test_the_graph_reads_the_package():
     graph = _graph()
     assert "llmc_splitters.retrieval.index" in graph["llmc_splitters.retrieval.retriever"]  # from .index import
     assert "llmc_splitters.retrieval.index" in graph["llmc_splitters.ingest.writer"]  # under TYPE_CHECKING
-    assert "llmc_splitters.retrieval.indexing" in graph["llmc_splitters.ingest.writer"]  # inside a function
+    assert "llmc_splitters.retrieval.indexing.indexer" in graph["llmc_splitters.ingest.writer"]  # inside a function
     assert "llmc_splitters.retrieval" in graph["llmc_splitters.langchain.retriever"]  # another package's __init__
 
 
@@ -179,5 +179,92 @@ def test_only_what_stands_above_the_index_imports_it():
     assert not below, f"imports retrieval.index from below it: {below}"
     assert "llmc_splitters.retrieval.retriever" in importers  # the test sees the index's importers
     composed = graph["llmc_splitters.retrieval.index"]
-    assert {"llmc_splitters.retrieval.indexing", "llmc_splitters.retrieval.search"} <= composed
+    assert {"llmc_splitters.retrieval.indexing.indexer", "llmc_splitters.retrieval.search.hits"} <= composed
     assert not any(above(name) for name in composed), sorted(filter(above, composed))
+
+
+# The rooms of retrieval/ by job, and the rooms each may import (besides itself). Imports flow one way: context
+# uses search and storage; search uses storage; the write path uses storage; storage uses nothing above it. Every
+# room may use the embeddings, which use no other room, and the terms (how text becomes search terms: the lexical
+# index, the question and the hashing embedding read text alike), which use nothing of retrieval/. The other modules
+# at the top of retrieval/ (the index, the retriever, code_index(), the package) stand above every room.
+RETRIEVAL = "llmc_splitters.retrieval"
+BASE = frozenset({f"{RETRIEVAL}.terms"})
+ROOMS = {
+    "embeddings": frozenset(),
+    "storage": frozenset({"embeddings"}),
+    "indexing": frozenset({"storage", "embeddings"}),
+    "search": frozenset({"storage", "embeddings"}),
+    "context": frozenset({"search", "storage", "embeddings"}),
+}
+
+
+def _room(module: str) -> str | None:
+    """The room of retrieval/ a module is in, ``"top"`` for retrieval/'s own modules, ``None`` outside retrieval/."""
+    if module in BASE:
+        return "base"
+    if module == RETRIEVAL:
+        return "top"
+    if not module.startswith(RETRIEVAL + "."):
+        return None
+    first = module[len(RETRIEVAL) + 1:].split(".", 1)[0]
+    return first if first in ROOMS else "top"
+
+
+def _back_arrows(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a room of retrieval/ to a room it may not use, or to the modules above the rooms."""
+    out = []
+    for name, targets in graph.items():
+        room = _room(name)
+        if room is None or room == "top":
+            continue
+        if room == "base":
+            out += [f"{name} -> {t} (the terms import nothing of retrieval/)" for t in sorted(targets) if _room(t)]
+            continue
+        for target in sorted(targets):
+            other = _room(target)
+            if other is not None and other not in (room, "base") and other not in ROOMS[room]:
+                out.append(f"{name} -> {target} ({room} may not import {other})")
+    return sorted(out)
+
+
+def _parent_imports(name: str, path: Path) -> set[str]:
+    """``from .. import x`` in a room names retrieval/ itself (its ``__init__``), which the graph leaves out as the
+    importing module's own package: such an import reaches the top of retrieval/ all the same."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level and not node.module:
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            if base == RETRIEVAL:
+                found.add(base)
+    return found
+
+
+def test_the_room_finder_finds_a_back_arrow():
+    graph = {
+        f"{RETRIEVAL}.storage.span_store": {f"{RETRIEVAL}.search.ranking"},  # storage -> search: back
+        f"{RETRIEVAL}.search.hits": {f"{RETRIEVAL}.storage.span_store", f"{RETRIEVAL}.index"},  # -> the top: back
+        f"{RETRIEVAL}.context.expand": {f"{RETRIEVAL}.search.ranking", "llmc_splitters.errors"},  # down: fine
+        f"{RETRIEVAL}.indexing.indexer": {f"{RETRIEVAL}.search.question"},  # write path -> search: back
+        f"{RETRIEVAL}.index": {f"{RETRIEVAL}.search.hits"},  # the top uses every room
+        f"{RETRIEVAL}.embeddings.hashing": {f"{RETRIEVAL}.terms"},  # every room uses the terms
+        f"{RETRIEVAL}.terms": {f"{RETRIEVAL}.storage.filters"},  # which use nothing of retrieval/
+    }
+    assert _back_arrows(graph) == [
+        f"{RETRIEVAL}.indexing.indexer -> {RETRIEVAL}.search.question (indexing may not import search)",
+        f"{RETRIEVAL}.search.hits -> {RETRIEVAL}.index (search may not import top)",
+        f"{RETRIEVAL}.storage.span_store -> {RETRIEVAL}.search.ranking (storage may not import search)",
+        f"{RETRIEVAL}.terms -> {RETRIEVAL}.storage.filters (the terms import nothing of retrieval/)",
+    ]
+
+
+def test_imports_between_the_rooms_of_retrieval_flow_one_way():
+    modules = _modules()
+    graph = _graph()
+    for name, path in modules.items():
+        if _room(name) in ROOMS:
+            graph[name] |= _parent_imports(name, path)
+    assert {_room(m) for m in modules} >= {*ROOMS, "top", "base"}  # the rooms exist and are read
+    arrows = _back_arrows(graph)
+    assert not arrows, "imports that run back up between the rooms of retrieval/:\n" + "\n".join(arrows)

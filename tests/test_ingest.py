@@ -34,7 +34,7 @@ from llmc_splitters.ingest import (
 )
 from llmc_splitters.ingest.pipeline import EmbedStage
 from llmc_splitters.retrieval import CodeIndex, HashingEmbedding
-from llmc_splitters.retrieval.records import build_file, embedding_view, sha
+from llmc_splitters.retrieval.storage.file_rows import build_file, embedding_view, sha
 
 S = IngestSettings(max_tokens=128)
 TEXTWRAP = (DATA / "python" / "textwrap.py").read_bytes()

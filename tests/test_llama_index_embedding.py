@@ -52,7 +52,7 @@ def test_in_an_ingestion_pipeline_after_the_node_parser():
 
 def test_the_retriever_embeds_with_the_model_underneath():
     pytest.importorskip("chromadb")
-    pytest.importorskip("bm25s")
+    pytest.importorskip("tantivy")
     from llmc_splitters.llama_index import CodeParentRetriever
 
     r = CodeParentRetriever(texts={"json/decoder.py": DECODER}, embed_model=LocalEmbedding("hashing"), k=2)

@@ -382,7 +382,7 @@ def test_slices_hold_the_budget_with_a_line_longer_than_it_and_many_matches():
 def test_watch_mode_retries_a_refresh_that_failed(tmp_path, monkeypatch):
     """Another process holding the index's writer makes a refresh fail: it is tried again with no new event."""
     pytest.importorskip("watchdog")
-    from llmc_splitters.retrieval.spanstore import StoreError
+    from llmc_splitters.retrieval.storage.span_store import StoreError
 
     root = _copy(tmp_path / "src")
     r = CodeRetriever()

@@ -22,8 +22,8 @@ from helpers import DATA  # noqa: E402
 
 from llmc_splitters.errors import ConfigurationError, FilterWarning, MissingDependencyError  # noqa: E402
 from llmc_splitters.retrieval import CodeIndex, CodeRetriever, HashingEmbedding, MilvusStore  # noqa: E402
-from llmc_splitters.retrieval.milvus import MilvusStoreError  # noqa: E402
-from llmc_splitters.retrieval.spanstore import IndexNotFoundError  # noqa: E402
+from llmc_splitters.retrieval.storage.milvus import MilvusStoreError  # noqa: E402
+from llmc_splitters.retrieval.storage.span_store import IndexNotFoundError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = [
@@ -109,7 +109,7 @@ def test_same_contexts(pair):
     # Context expansion by symbol and by path and line range reads Milvus alone.
     sym = remote.get_symbol("reciprocal_rank_fusion")
     assert sym and sym[0].text == local.get_symbol("reciprocal_rank_fusion")[0].text
-    path = "llmc_splitters/retrieval/fuse.py"
+    path = "llmc_splitters/retrieval/search/fusion.py"
     assert remote.get_lines(path, 20, 40).text == local.get_lines(path, 20, 40).text
     assert remote.at_line(path, 30) == local.at_line(path, 30)
     hit = remote.search("reciprocal rank fusion", k=1).hits[0].span
@@ -118,7 +118,7 @@ def test_same_contexts(pair):
 
 @pytest.mark.parametrize("filters", [{"path": "tests/data/"}, {"language": "javascript"}, {"kind": "class"},
                                      {"path": "llmc_splitters/retrieval/*.py", "kind": "function"},
-                                     {"path": "llmc_splitters/retrieval/fuse.py"}])
+                                     {"path": "llmc_splitters/retrieval/search/fusion.py"}])
 def test_filters_run_inside_milvus(pair, filters):
     local, remote = pair
     got = remote.search("index the files and search ranked lists", k=10, **filters).hits
@@ -146,7 +146,7 @@ def test_hybrid_is_one_server_call(lite):
     store.cols.client.hybrid_search = lambda *a, **kw: calls.append(1) or search(*a, **kw)
     found = remote.search("reciprocal rank fusion of ranked lists", k=5)
     assert len(calls) == 1
-    assert found.hits[0].span.path == "llmc_splitters/retrieval/fuse.py"
+    assert found.hits[0].span.path == "llmc_splitters/retrieval/search/fusion.py"
     assert all(set(h.ranks) == {"hybrid"} for h in found.hits)
     # fusion="client": the two lists fused here, as for the local engines (same model, same hits).
     local = CodeIndex(embedding=emb)
@@ -216,7 +216,7 @@ def test_a_killed_run_resumes(tmp_path):
     script = (
         "import os, signal, sys\n"
         "from llmc_splitters.retrieval import CodeIndex, MilvusStore\n"
-        "from llmc_splitters.retrieval.milvus import spans\n"
+        "from llmc_splitters.retrieval.storage.milvus import spans\n"
         "idx = CodeIndex(store=MilvusStore(sys.argv[1], collection='k'))\n"
         "orig = spans.MilvusSpans.write_files\n"
         "n = [0]\n"
@@ -337,8 +337,8 @@ def test_bm25_scores_are_positive_best_first_and_near_tantivys(pair):
 def test_term_frequencies_in_one_search_equal_the_text_match_counts(pair):
     """The document frequencies of a query's terms come from one batched BM25 search: each term's count is the
     number of rows of the role that hold it, as a ``TEXT_MATCH`` count gives, and as tantivy counts the leaves."""
-    from llmc_splitters.retrieval.lexical import code_terms
-    from llmc_splitters.retrieval.milvus.client import literal
+    from llmc_splitters.retrieval.terms import code_terms
+    from llmc_splitters.retrieval.storage.milvus.client import literal
 
     local, remote = pair
     terms = sorted({t for q in QUERIES for t in code_terms(q)} | {"zzqqxx", "_"})

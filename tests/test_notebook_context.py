@@ -135,7 +135,7 @@ def test_the_budget_holds_the_hit_before_its_cells(retriever, cl100k):
 
 
 def test_which_cells_are_neighbours(retriever):
-    from llmc_splitters.retrieval.context import notebook_neighbours
+    from llmc_splitters.retrieval.context.lookup import notebook_neighbours
 
     store = retriever.index.span_store
 
@@ -155,7 +155,7 @@ def test_which_cells_are_neighbours(retriever):
 def test_only_the_end_of_a_long_markdown_cell_introduces_the_code_below():
     pytest.importorskip("tantivy")
     from llmc_splitters.retrieval import CodeRetriever
-    from llmc_splitters.retrieval.context import notebook_neighbours
+    from llmc_splitters.retrieval.context.lookup import notebook_neighbours
 
     long_intro = "".join(f"## Step {i}\n\nStep {i} cleans the orders of region {i} before they are summed.\n\n"
                          for i in range(1, 9))

@@ -61,7 +61,7 @@ def _expected(root: Path, repository: str = "demo") -> set[tuple]:
 
 def _vector_ids(index: Path) -> set[str]:
     """The ids embedded Chroma holds in ``index/chroma`` (where CodeIndex(path=index) keeps vectors)."""
-    from llmc_splitters.retrieval.store import ChromaStore
+    from llmc_splitters.retrieval.storage.chroma_vectors import ChromaStore
 
     client = ChromaStore(str(index / "chroma")).client
     ids = [i for name in ("llmc_spans", "llmc_spans_summaries")

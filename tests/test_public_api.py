@@ -31,7 +31,7 @@ CORE_ALL = [
 ]
 
 # Heavy or optional packages that importing and using the core must never load.
-NEVER_LOADED_BY_CORE = ["langchain_core", "langchain_text_splitters", "llama_index", "bm25s", "chromadb", "torch",
+NEVER_LOADED_BY_CORE = ["langchain_core", "langchain_text_splitters", "llama_index", "tantivy", "chromadb", "torch",
                         "sentence_transformers", "transformers", "numpy", "mcp", "watchdog", "uvicorn", "starlette"]
 
 
@@ -109,7 +109,7 @@ def test_importing_one_face_does_not_load_the_other_framework():
         """
         import json, sys
         import llmc_splitters.langchain
-        lc = sorted({m.split(".")[0] for m in sys.modules} & {"llama_index", "chromadb", "torch", "bm25s"})
+        lc = sorted({m.split(".")[0] for m in sys.modules} & {"llama_index", "chromadb", "torch", "tantivy"})
         print(json.dumps({"lc": lc}))
         """
     )
@@ -118,7 +118,7 @@ def test_importing_one_face_does_not_load_the_other_framework():
         """
         import json, sys
         import llmc_splitters.llama_index
-        li = sorted({m.split(".")[0] for m in sys.modules} & {"langchain_core", "chromadb", "torch", "bm25s"})
+        li = sorted({m.split(".")[0] for m in sys.modules} & {"langchain_core", "chromadb", "torch", "tantivy"})
         print(json.dumps({"li": li}))
         """
     )
@@ -232,13 +232,13 @@ def test_moved_module_paths_still_import_with_a_deprecation_warning():
 
 # Modules split in place (issue 21): the old path keeps every name it had; each name lives in one module.
 SPLIT = {
-    "llmc_splitters.retrieval.spanstore": {
-        "llmc_splitters.retrieval.span_schema": [
+    "llmc_splitters.retrieval.storage.span_store": {
+        "llmc_splitters.retrieval.storage.span_rows": [
             "DB_FILE", "FORMAT", "LEXICAL", "VECTORS", "FileMarker", "FileWrite", "SpanRow", "pack_vector",
             "unpack_vector",
         ],
-        "llmc_splitters.retrieval.span_sqlite": ["IndexNotFoundError", "StoreError"],
-        "llmc_splitters.retrieval.spanstore": ["SpanStore"],
+        "llmc_splitters.retrieval.storage.span_sqlite": ["IndexNotFoundError", "StoreError"],
+        "llmc_splitters.retrieval.storage.span_store": ["SpanStore"],
     },
     "llmc_splitters.ingest.rows": {
         "llmc_splitters.ingest.settings": [
@@ -283,8 +283,8 @@ def test_split_modules_keep_every_name_at_their_old_path():
 MOVED_NAMES = {
     "llmc_splitters.chunking.dispatch.cell_path": "llmc_splitters.chunking.notebook.cell_path",
     "llmc_splitters.retrieval.vectorstore.VectorStoreAdapter":
-        "llmc_splitters.retrieval.langchain_store.VectorStoreAdapter",
-    "llmc_splitters.retrieval.vectorstore.StoreEmbedding": "llmc_splitters.retrieval.langchain_store.StoreEmbedding",
+        "llmc_splitters.retrieval.storage.langchain_vectors.VectorStoreAdapter",
+    "llmc_splitters.retrieval.vectorstore.StoreEmbedding": "llmc_splitters.retrieval.storage.langchain_vectors.StoreEmbedding",
 }
 
 
@@ -294,7 +294,7 @@ def test_moved_names_import_from_both_paths():
             warnings.simplefilter("error", DeprecationWarning)
             assert _resolve(old) is _resolve(new), old
     from llmc_splitters.retrieval import CodeIndex
-    from llmc_splitters.retrieval.parts import IndexParts
+    from llmc_splitters.retrieval.storage.parts import IndexParts
 
     index = CodeIndex()
     assert isinstance(index.parts, IndexParts) and index.parts.spans is index.span_store

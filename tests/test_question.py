@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmc_splitters.retrieval import analyze_question
-from llmc_splitters.retrieval.question import weigh
+from llmc_splitters.retrieval.search.question import weigh
 
 PY_REPORT = '''\
 Uploading a file with a unicode name crashes `Client.post`

@@ -9,7 +9,7 @@ import pytest
 
 from llmc_splitters.errors import ConfigurationError
 from llmc_splitters.retrieval import CodeRetriever, FileRank, Ranking
-from llmc_splitters.retrieval.ranking import noise_kinds
+from llmc_splitters.retrieval.search.ranking import noise_kinds
 
 CLIENT = '''\
 """HTTP client."""

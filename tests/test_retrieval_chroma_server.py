@@ -8,7 +8,7 @@ import pytest
 from helpers import chroma_server as running_chroma
 
 pytest.importorskip("chromadb")
-pytest.importorskip("bm25s")
+pytest.importorskip("tantivy")
 
 from fakes import CountingEmbedding, stored_rows  # noqa: E402
 

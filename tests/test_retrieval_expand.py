@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from llmc_splitters.errors import ConfigurationError
-from llmc_splitters.retrieval.expand import HitContext, Scope, Snippet, expand
+from llmc_splitters.retrieval.context.expand import HitContext, Scope, Snippet, expand
 
 SRC = (
     "import os\n"            # 1
@@ -172,7 +172,7 @@ def test_a_neighbouring_cell_comes_in_notebook_order_and_gives_way_first() -> No
 def test_a_counter_that_joins_pieces_is_decided_whole() -> None:
     # Counted apart, each piece misses the token its marker makes with the newline before it: deciding by sums
     # would overshoot, so expand decides again by whole counts, and what it gives equals that decision.
-    from llmc_splitters.retrieval.expand import _expand, _Whole
+    from llmc_splitters.retrieval.context.expand import _expand, _Whole
 
     def joins(text: str) -> int:
         return words(text) + 3 * text.count("\n#")
@@ -192,7 +192,7 @@ def test_sums_of_pieces_decide_as_whole_counts_on_real_code() -> None:
     from pathlib import Path
 
     from llmc_splitters.retrieval import CodeRetriever
-    from llmc_splitters.retrieval.expand import DEFAULT_MARKER, _expand, _Whole
+    from llmc_splitters.retrieval.context.expand import DEFAULT_MARKER, _expand, _Whole
 
     data = Path(__file__).parent / "data"
     files = {str(p.relative_to(data)): p.read_text(encoding="utf-8") for sub in ("python", "typescript")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from llmc_splitters.errors import ConfigurationError
-from llmc_splitters.retrieval.fuse import reciprocal_rank_fusion
+from llmc_splitters.retrieval.search.fusion import reciprocal_rank_fusion
 
 
 def test_scores_are_sums_of_reciprocal_ranks() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("chromadb")
-pytest.importorskip("bm25s")
+pytest.importorskip("tantivy")
 
 from fakes import CountingEmbedding  # noqa: E402
 
@@ -277,7 +277,7 @@ def _thirteen_modules(tmp_path: Path) -> Path:
 def test_groups_that_reach_the_writer_together_share_one_transaction(tmp_path: Path, monkeypatch) -> None:
     """The writer joins the groups that arrive within its window into one span-store transaction, up to its row
     limit; the first file is written at once; every file lands whole and searchable, as with one group each."""
-    from llmc_splitters.retrieval import indexing
+    from llmc_splitters.retrieval.indexing import indexer as indexing
 
     monkeypatch.setattr(indexing, "_GROUP_FILES", 4)
     monkeypatch.setattr(indexing, "_WRITE_BATCH_SECONDS", 60.0)  # never reached: the row limit or the end decides
@@ -304,8 +304,8 @@ def test_groups_that_reach_the_writer_together_share_one_transaction(tmp_path: P
 
 def test_a_batch_the_store_cannot_write_fails_its_files_alone_and_the_next_run_writes_them(
         tmp_path: Path, monkeypatch) -> None:
-    from llmc_splitters.retrieval.spanstore import StoreError
-    from llmc_splitters.retrieval import indexing
+    from llmc_splitters.retrieval.storage.span_store import StoreError
+    from llmc_splitters.retrieval.indexing import indexer as indexing
 
     monkeypatch.setattr(indexing, "_GROUP_FILES", 4)
     monkeypatch.setattr(indexing, "_WRITE_BATCH_SECONDS", 60.0)
@@ -336,7 +336,7 @@ def test_writes_go_by_group_and_a_query_reads_only_its_candidates(tmp_path: Path
     carries more than one group of files; a query reads its candidates by id in one batch (at most one list per
     engine), never the index; a reopened index reads nothing at open and skips an unchanged tree without reading a
     file."""
-    from llmc_splitters.retrieval import indexing
+    from llmc_splitters.retrieval.indexing import indexer as indexing
 
     monkeypatch.setattr(indexing, "_GROUP_FILES", 4)
     monkeypatch.setattr(indexing, "_WRITE_BATCH_SECONDS", 0.0)

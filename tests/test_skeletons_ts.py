@@ -115,7 +115,7 @@ _SIGNATURES = {p: _signatures(p.read_text(), GRAMMAR[p.suffix]) for p in CORPUS}
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_skeleton_without_what_is_shown_stays_balanced_and_states_signatures_whole(data):
-    from llmc_splitters.retrieval.render import _without_shown
+    from llmc_splitters.retrieval.context.render import _without_shown
 
     path, grammar, name, skel = data.draw(st.sampled_from(_SKELETONS), label="skeleton")
     lines = [line.strip() for line in skel.splitlines() if line.strip()]

@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("tantivy")
 
 from llmc_splitters.retrieval import CodeIndex, IndexNotFoundError, SpanStore, StoreError  # noqa: E402
-from llmc_splitters.retrieval.spanstore import LEXICAL  # noqa: E402
-from llmc_splitters.retrieval import indexing  # noqa: E402
+from llmc_splitters.retrieval.storage.span_store import LEXICAL  # noqa: E402
+from llmc_splitters.retrieval.indexing import indexer as indexing  # noqa: E402
 
 SRC = {
     "pkg/client.py": "import os\n\n\nclass Client:\n    def send(self, data):\n        return os.write(1, data)\n",

@@ -227,7 +227,8 @@ def test_workers_store_exactly_what_one_process_stores(tmp_path):
 def test_auto_workers_chunk_in_a_pool_only_for_many_files_and_a_lexical_index(tmp_path, monkeypatch):
     from fakes import stored_rows
 
-    from llmc_splitters.retrieval import CodeIndex, HashingEmbedding, indexing
+    from llmc_splitters.retrieval import CodeIndex, HashingEmbedding
+    from llmc_splitters.retrieval.indexing import indexer as indexing
 
     pools = []
     real = indexing.chunk_in_processes

@@ -1,6 +1,6 @@
 """What the context expansion's sums of piece counts rest on: cl100k counts a rendered piece (ending in a newline)
 and the next piece (starting with its ``# path:start-end`` marker) apart, so a context's count is the sum of its
-pieces' counts (see ``llmc_splitters.retrieval.expand._PartSums``)."""
+pieces' counts (see ``llmc_splitters.retrieval.context.expand._PartSums``)."""
 
 from __future__ import annotations
 

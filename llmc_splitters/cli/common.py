@@ -142,7 +142,7 @@ def choose_embedding(spec: str, recorded: str | None, where: Path) -> tuple[Any,
     ``auto`` is the model the index was built with, else for a new index the local MiniLM when it is installed,
     else lexical search only (said in the note). Any other spec must name the model the index was built with.
     """
-    from ..retrieval.layout import embedding_name
+    from ..retrieval.storage.index_dir import embedding_name
 
     if spec == "auto":
         if recorded is not None:
@@ -183,7 +183,7 @@ def find_db(explicit: str | None) -> Path:
 def vectors_arg(args: argparse.Namespace, recorded: dict[str, Any] | None) -> Any:
     """The vector store the command line names (``--host``), else the one the index records, else ``None``
     (embedded Chroma in the index directory). Nothing is imported for a lexical index."""
-    from ..retrieval.store import ChromaStore
+    from ..retrieval.storage.chroma_vectors import ChromaStore
 
     where = (recorded or {}).get("vectors") or {}
     collection = args.collection or where.get("collection") or DEFAULT_COLLECTION
@@ -208,7 +208,7 @@ def store_location(db: Path, vectors: Any) -> str:
 def open_index(args: argparse.Namespace) -> tuple[Any, Path]:
     """An existing index, opened to be read, with the embedding it was built with; exits 3 when there is none."""
     from ..retrieval import CodeIndex
-    from ..retrieval.spanstore import IndexNotFoundError
+    from ..retrieval.storage.span_store import IndexNotFoundError
     db = find_db(args.db)
     try:
         recorded = CodeIndex.recorded(db)
@@ -221,7 +221,7 @@ def open_index(args: argparse.Namespace) -> tuple[Any, Path]:
     embedding = _embedding_for(recorded["embedding"])
     vectors = vectors_arg(args, recorded) if embedding is not None else None
     if isinstance(vectors, tuple):  # only a collection name: embedded Chroma in DB/chroma
-        from ..retrieval.store import ChromaStore
+        from ..retrieval.storage.chroma_vectors import ChromaStore
 
         vectors = ChromaStore(str(db / "chroma"), collection=vectors[1])
     if vectors is not None and embedding is not None:

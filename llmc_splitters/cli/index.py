@@ -193,8 +193,8 @@ def run(args: argparse.Namespace) -> ExitCode:
     t_walk = time.monotonic() - t0
 
     from ..retrieval import CodeIndex, IndexInterrupted
-    from ..retrieval.layout import embedding_name
-    from ..retrieval.spanstore import IndexNotFoundError
+    from ..retrieval.storage.index_dir import embedding_name
+    from ..retrieval.storage.span_store import IndexNotFoundError
 
     # The embedding: the existing index's, unless told otherwise.
     recorded: dict[str, Any] | None = None
@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         raise CliError(msg, ExitCode.USAGE)
     vectors = vectors_arg(args, recorded) if embedding is not None and milvus is None else None
     if isinstance(vectors, tuple):
-        from ..retrieval.store import ChromaStore
+        from ..retrieval.storage.chroma_vectors import ChromaStore
 
         vectors = ChromaStore(str(db / "chroma"), collection=vectors[1])
     if notice:
@@ -339,7 +339,7 @@ def run(args: argparse.Namespace) -> ExitCode:
 def _prepare_model(spec: str) -> ExitCode:
     """``index --prepare-model``: build (or load) the embedding model once, so that no later run waits for it."""
     from ..retrieval.embeddings._runtime import cache_root
-    from ..retrieval.layout import embedding_name
+    from ..retrieval.storage.index_dir import embedding_name
 
     embedding, notice = choose_embedding(spec, None, Path.cwd())
     if embedding is None:

@@ -213,7 +213,7 @@ def _open_tree_index(args: argparse.Namespace, db: Path | None, options: Any, mi
     records (embedding, vector store, leaf size), or a new one (``--embedding``; created by its first write)."""
     from ..chunking.chunker import ASTChunker
     from ..retrieval import CodeIndex
-    from ..retrieval.spanstore import IndexNotFoundError
+    from ..retrieval.storage.span_store import IndexNotFoundError
 
     if milvus is not None:
         recorded = recorded_of(milvus)
@@ -235,7 +235,7 @@ def _open_tree_index(args: argparse.Namespace, db: Path | None, options: Any, mi
         raise CliError(msg, ExitCode.USAGE)
     vectors = vectors_arg(args, recorded) if embedding is not None else None
     if isinstance(vectors, tuple):  # only a collection name: embedded Chroma in DB/chroma
-        from ..retrieval.store import ChromaStore
+        from ..retrieval.storage.chroma_vectors import ChromaStore
 
         vectors = ChromaStore(str(db / "chroma"), collection=vectors[1])
     max_tokens = read_manifest(db).get("max_tokens") or \

@@ -45,7 +45,7 @@ def open_index(args: argparse.Namespace) -> tuple[Any, Path | None]:
 
 def recorded_of(store: Any) -> dict[str, Any] | None:
     """What the collection records (``None``: there is none yet)."""
-    from ..retrieval.spanstore import IndexNotFoundError
+    from ..retrieval.storage.span_store import IndexNotFoundError
 
     try:
         return store.recorded()  # type: ignore[no-any-return]
@@ -65,7 +65,7 @@ def open_milvus_index(args: argparse.Namespace, store: Any) -> tuple[Any, dict[s
     when there is none (or it is empty)."""
     from ..errors import ConfigurationError
     from ..retrieval import CodeIndex
-    from ..retrieval.spanstore import IndexNotFoundError
+    from ..retrieval.storage.span_store import IndexNotFoundError
     from .common import _embedding_for
 
     recorded = recorded_of(store)

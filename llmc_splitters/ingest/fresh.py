@@ -17,7 +17,7 @@ Two layers check stats, each for its own job:
 
 :class:`Refresher` applies the changes. Searches need no lock against it: each file's rows are replaced in one
 transaction and a query reads in one snapshot (:meth:`SpanStore.snapshot
-<llmc_splitters.retrieval.spanstore.SpanStore.snapshot>`), so it sees each file whole, before or after. It keeps the
+<llmc_splitters.retrieval.storage.span_store.SpanStore.snapshot>`), so it sees each file whole, before or after. It keeps the
 index fresh in one of two ways:
 
 * **watch**: a ``watchdog`` observer on the root; each event marks the tree dirty, and once no event has come for

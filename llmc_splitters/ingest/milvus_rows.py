@@ -2,7 +2,7 @@
 
 A :class:`~llmc_splitters.retrieval.MilvusStore` holds the whole index, so in a run into a server
 (:func:`~llmc_splitters.ingest.ray.run_ray`) the workers write what the driver's one writer would: each span row
-of a batch, as the store's span store writes it (:func:`~llmc_splitters.retrieval.milvus.spans.milvus_row`: text,
+of a batch, as the store's span store writes it (:func:`~llmc_splitters.retrieval.storage.milvus.spans.milvus_row`: text,
 place, metadata, code terms and, for a dense collection, the vector the embed actors computed), and the vectors
 computed now into the collection's vector cache. The rows go on to the driver without their texts and vectors; the
 driver writes what must come after them (a replaced version's rows deleted, the file's marker), then the manifest.
@@ -71,7 +71,7 @@ class _Connection:
     """One worker process's client on a target, checked for one embedding."""
 
     def __init__(self, target: MilvusTarget, embedding_name: str) -> None:
-        from ..retrieval.milvus.client import Collections, MilvusStoreError, connect
+        from ..retrieval.storage.milvus.client import Collections, MilvusStoreError, connect
 
         cols = Collections(connect(target.uri, target.token), target.collection, target.uri)
         if not cols.exists():
@@ -84,14 +84,14 @@ class _Connection:
 
     def cached(self, hashes: Iterable[str], role: str) -> dict[str, list[float]]:  # noqa: ARG002 - one cache
         """The vectors the collection's cache holds for these cache keys (what an embed actor asks)."""
-        from ..retrieval.milvus.spans import MilvusSpans
+        from ..retrieval.storage.milvus.spans import MilvusSpans
 
         return MilvusSpans(self.cols).cached_vectors(hashes)
 
     def write(self, rows: list[dict[str, Any]]) -> None:
         """Upsert the span rows (and cache the vectors computed now) of a batch's rows."""
-        from ..retrieval.milvus.spans import milvus_row
-        from ..retrieval.span_schema import SpanRow, unpack_vector
+        from ..retrieval.storage.milvus.spans import milvus_row
+        from ..retrieval.storage.span_rows import SpanRow, unpack_vector
 
         cols = self.cols
         dense = bool(cols.dimension)

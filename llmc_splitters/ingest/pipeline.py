@@ -4,7 +4,7 @@ A run is planned first (:class:`~llmc_splitters.ingest.manifest.ManifestState`),
 
 1. **chunk**: :func:`~llmc_splitters.ingest.read_chunk_batch` in a ``spawn`` process pool (or in this process):
    each file read by blob SHA, chunked and laid out by the serial index's own
-   :func:`~llmc_splitters.retrieval.records.build_file`, as plain rows;
+   :func:`~llmc_splitters.retrieval.storage.file_rows.build_file`, as plain rows;
 2. **write**: this process is the one writer of the index directory (:mod:`llmc_splitters.ingest.writer`): it makes
    the embedded views, embeds what the span store's vector cache does not hold, and writes each group of files in
    one span-store transaction, then the lexical index and the vectors (the sink);

@@ -11,7 +11,7 @@ of each of its documents in ``metadata``.
 :class:`FileRows` is one file's outcome with its rows; :func:`rows_to_columns` flattens many into the
 columns :data:`BATCH_COLUMNS`; :func:`row_span`, :func:`view_row` and :func:`prepared_file` read rows back
 (values may be numpy or Arrow scalars), the last into the
-:class:`~llmc_splitters.retrieval.records.PreparedFile` that the index writes in one transaction.
+:class:`~llmc_splitters.retrieval.storage.file_rows.PreparedFile` that the index writes in one transaction.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .settings import display_path
 
 if TYPE_CHECKING:
     from ..chunking.span import Span
-    from ..retrieval.records import PreparedFile, View
+    from ..retrieval.storage.file_rows import PreparedFile, View
 
 SEARCHED_ROLES = frozenset({"leaf", "summary"})
 """Roles whose rows are embedded and searched; ``parent`` rows are looked up by id and byte range only."""
@@ -159,7 +159,7 @@ def row_span(row: Mapping[str, Any]) -> Span:
 def view_row(row: dict[str, Any], view: View) -> None:
     """Give a searched row its embedded view, in place: ``embed_text`` (what the model embeds), ``embed_hash`` (its
     cache key) and, in ``metadata``, how it was bounded; the same view the serial index makes of the same row."""
-    from ..retrieval.records import embed_source
+    from ..retrieval.storage.file_rows import embed_source
 
     span = row_span(row)
     meta = span.metadata
@@ -168,7 +168,7 @@ def view_row(row: dict[str, Any], view: View) -> None:
 
 
 def prepared_file(status: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) -> PreparedFile:
-    """The :class:`~llmc_splitters.retrieval.records.PreparedFile` of one chunked file, back from its rows.
+    """The :class:`~llmc_splitters.retrieval.storage.file_rows.PreparedFile` of one chunked file, back from its rows.
 
     Args:
         status: The file's status row (``role == "file"``, ``status == "chunked"``).
@@ -176,15 +176,15 @@ def prepared_file(status: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) 
             be numpy or Arrow scalars. A row whose ``embed_hash`` is set gets an embedded view.
 
     Returns:
-        The file as :func:`~llmc_splitters.retrieval.records.build_file` laid it out (and the embed stage viewed
+        The file as :func:`~llmc_splitters.retrieval.storage.file_rows.build_file` laid it out (and the embed stage viewed
         it); its marker's ``indexed_at`` is now.
 
     Raises:
         LlmcError: The rows are not those its marker counts (some were lost on the way).
     """
-    from ..retrieval.lexical_index import LexDoc
-    from ..retrieval.records import PreparedFile
-    from ..retrieval.span_schema import FileMarker, FileWrite, SpanRow
+    from ..retrieval.storage.lexical_tantivy import LexDoc
+    from ..retrieval.storage.file_rows import PreparedFile
+    from ..retrieval.storage.span_rows import FileMarker, FileWrite, SpanRow
 
     marker = _meta(_value(status["metadata"]))
     file = str(_value(status["file"]))

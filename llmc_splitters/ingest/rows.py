@@ -5,7 +5,7 @@ Everything here is a pure, picklable, module-level function of its arguments, so
 
 * :func:`chunk_file` turns one file ``(repository, path, bytes, settings)`` into a :class:`FileRows`: a status
   (``chunked``, ``skipped`` with a reason, ``failed`` with a reason), the file laid out for the index
-  (:func:`~llmc_splitters.retrieval.records.build_file`, the one layout the serial index uses too) and that layout
+  (:func:`~llmc_splitters.retrieval.storage.file_rows.build_file`, the one layout the serial index uses too) and that layout
   as *span rows*, plain dicts.
 * :func:`chunk_batch` is the columnar form: a dict of equal-length columns (one row per *file*: ``repository``,
   ``path``, ``data``, optionally ``blob_sha``) in, a dict of columns :data:`BATCH_COLUMNS` out with one row per
@@ -15,7 +15,7 @@ Everything here is a pure, picklable, module-level function of its arguments, so
 * :func:`read_chunk_batch` reads the bytes first (from git's object store by blob SHA, or from a work tree), for
   batches of manifest entries (:mod:`llmc_splitters.ingest.manifest`).
 * :func:`prepared_file` is the inverse: the rows of one file (in any order, from any number of batches) back into
-  the :class:`~llmc_splitters.retrieval.records.PreparedFile` that the index writes in one transaction.
+  the :class:`~llmc_splitters.retrieval.storage.file_rows.PreparedFile` that the index writes in one transaction.
 
 The span-row format (the columns, :class:`FileRows`, rows back to spans) is in :mod:`.row_format`; the
 settings and the names derived from a file (fingerprint, blob SHA, stored path, file version) in
@@ -154,8 +154,8 @@ def chunk_file(
         A :class:`FileRows`. Bad input never raises: binary or undecodable bytes give ``skipped``, a chunker
         error gives ``failed``, each with the reason.
     """
-    from ..retrieval.records import build_file, sha
-    from ..retrieval.workers import chunk
+    from ..retrieval.storage.file_rows import build_file, sha
+    from ..retrieval.indexing.workers import chunk
 
     settings = settings or IngestSettings()
     fp = fingerprint or settings_fingerprint(settings)

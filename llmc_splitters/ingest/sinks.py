@@ -50,7 +50,7 @@ class ForwardingVectors:
 
     def query(self, vector: list[float], n: int, **kwargs: Any) -> list[tuple[str, float]]:
         """The store's nearest records (see :meth:`ChromaStore.query
-        <llmc_splitters.retrieval.store.ChromaStore.query>`)."""
+        <llmc_splitters.retrieval.storage.chroma_vectors.ChromaStore.query>`)."""
         return self.store.query(vector, n, **kwargs)
 
     def count(self) -> int:
@@ -64,10 +64,10 @@ class ChromaVectors(ForwardingVectors):
     Every record it writes carries ``embed_hash`` (the cache key of its embedded view: the hash of the model's name
     and the exact text embedded) in its metadata, so a worker that does not see the index's span store (a Ray embed
     actor on another machine) finds the vectors of texts embedded before by asking the collection
-    (:meth:`cached`). Reads and writes are the :class:`~llmc_splitters.retrieval.store.ChromaStore`'s.
+    (:meth:`cached`). Reads and writes are the :class:`~llmc_splitters.retrieval.storage.chroma_vectors.ChromaStore`'s.
 
     Args:
-        store: The (not yet opened) :class:`~llmc_splitters.retrieval.store.ChromaStore`.
+        store: The (not yet opened) :class:`~llmc_splitters.retrieval.storage.chroma_vectors.ChromaStore`.
         page: Hashes per cache lookup.
     """
 
@@ -88,7 +88,7 @@ class ChromaVectors(ForwardingVectors):
 
     def upsert(self, records: Sequence[Any]) -> None:
         """Insert or replace records, each tagged with the cache key of the text it was embedded from."""
-        from ..retrieval.records import sha
+        from ..retrieval.storage.file_rows import sha
 
         for r in records:
             # NOTE: the index's records carry the embedded view as their document, so its cache key is recomputed
@@ -183,7 +183,7 @@ class ChromaSink:
 
     def vectors(self) -> ChromaVectors:
         """A new, unopened connection (:class:`ChromaVectors`)."""
-        from ..retrieval.store import ChromaStore
+        from ..retrieval.storage.chroma_vectors import ChromaStore
 
         if self.host is not None:
             store = ChromaStore(host=self.host, port=self.port, collection=self.collection, ssl=self.ssl,
@@ -239,8 +239,8 @@ class LangChainSink:
             raise ConfigurationError(msg)
 
     def vectors(self) -> Any:
-        """A new :class:`~llmc_splitters.retrieval.langchain_store.VectorStoreAdapter` over a freshly built store."""
-        from ..retrieval.langchain_store import VectorStoreAdapter
+        """A new :class:`~llmc_splitters.retrieval.storage.langchain_vectors.VectorStoreAdapter` over a freshly built store."""
+        from ..retrieval.storage.langchain_vectors import VectorStoreAdapter
 
         return VectorStoreAdapter(self.vectorstore_factory(), namespace=self.namespace)
 

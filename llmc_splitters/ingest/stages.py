@@ -4,7 +4,7 @@ Both are callables over columnar batches (:data:`~llmc_splitters.ingest.rows.BAT
 columns), built once per worker, so Ray runs them as actor pools or tasks and Spark inside ``mapInPandas``:
 
 * :class:`EmbedStage` makes each searched row's embedded view (the same view the serial index makes,
-  :func:`~llmc_splitters.retrieval.records.embedding_view`) and its vector: from the sink's embedding cache when
+  :func:`~llmc_splitters.retrieval.storage.file_rows.embedding_view`) and its vector: from the sink's embedding cache when
   that exact view was embedded before, else from the model, which loads once per stage;
 * :class:`WriteStage` upserts the vectors into the sink from the worker, then passes the rows on (without the
   embedded text, which the writer does not need) for the one writer of the run, which puts them in the index.
@@ -29,7 +29,7 @@ EMBED_COLUMNS = ("vector", "embedded", "embedding_name")
 
 def embedding_name(model: Any) -> str:
     """The name a model's vectors are filed under (as :class:`~llmc_splitters.retrieval.CodeIndex` names it)."""
-    from ..retrieval.layout import embedding_name as index_embedding_name
+    from ..retrieval.storage.index_dir import embedding_name as index_embedding_name
 
     return index_embedding_name(model)
 
@@ -70,7 +70,7 @@ class EmbedStage:
     """
 
     def __init__(self, embedding_factory: Callable[[], Any], sink: Any = None, batch_size: int = 64) -> None:
-        from ..retrieval.records import embedding_view
+        from ..retrieval.storage.file_rows import embedding_view
 
         self.model = embedding_factory()
         self.name = embedding_name(self.model)
@@ -94,7 +94,7 @@ class EmbedStage:
         return out
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
-        from ..retrieval.span_schema import pack_vector
+        from ..retrieval.storage.span_rows import pack_vector
 
         rows = _rows(batch)
         searched = [r for r in rows if r["role"] in SEARCHED_ROLES]
@@ -153,14 +153,14 @@ class WriteStage:
             self._conn = self.sink.connect(name)
             self._name = name or self._conn.embedding_name
             if self.sink.embeds_itself:
-                from ..retrieval.records import embedding_view
+                from ..retrieval.storage.file_rows import embedding_view
 
                 self._view = embedding_view(self._conn.embedding, self._name)
         return self._conn
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
-        from ..retrieval.span_schema import unpack_vector
-        from ..retrieval.store import Record, vector_metadata
+        from ..retrieval.storage.span_rows import unpack_vector
+        from ..retrieval.storage.chroma_vectors import Record, vector_metadata
 
         rows = _rows(batch)
         if not rows:

@@ -4,7 +4,7 @@ However many processes chunk and embed, one process writes the span store (``DIR
 index (``DIR/lexical``): the one that drives the run. It streams the rows back, never gathering a run: rows of a
 file are held until the file is complete (its status row and every span row it counts, in any order, from any
 number of batches), complete files are grouped (up to 32 files or 4,000 rows), and each group is written by the
-serial index's own write path (:meth:`Indexer.flush <llmc_splitters.retrieval.indexing.Indexer.flush>`): one
+serial index's own write path (:meth:`Indexer.flush <llmc_splitters.retrieval.indexing.indexer.Indexer.flush>`): one
 span-store transaction with the group's ``pending`` outbox rows, the lexical index, the vector store, the vector
 ids the group made stale, then ``done``. The memory held is a group plus the files in flight.
 
@@ -40,7 +40,7 @@ from .sinks import ForwardingVectors
 
 if TYPE_CHECKING:
     from ..retrieval.index import CodeIndex
-    from ..retrieval.records import PreparedFile
+    from ..retrieval.storage.file_rows import PreparedFile
     from .summary import IngestSummary, ProgressFn
 
 __all__ = ["IndexWriter", "WorkerModel", "WrittenByWorkers", "recorded_embedding"]
@@ -109,7 +109,7 @@ def recorded_embedding(directory: str | os.PathLike[str]) -> str | None:
     Raises:
         StoreError: The index cannot be read (corrupt, locked, of another format).
     """
-    from ..retrieval.spanstore import IndexNotFoundError, SpanStore
+    from ..retrieval.storage.span_store import IndexNotFoundError, SpanStore
 
     if getattr(directory, "holds_index", False):  # a MilvusStore
         try:
@@ -188,8 +188,8 @@ class IndexWriter:
 
     def _open_for(self, name: str) -> CodeIndex:
         if self.index is None:
-            from ..retrieval.indexing import Indexer
-            from ..retrieval.records import embedding_view
+            from ..retrieval.indexing.indexer import Indexer
+            from ..retrieval.storage.file_rows import embedding_view
 
             self.index = self._open(name)
             self._indexer = Indexer(self.index)
@@ -262,7 +262,7 @@ class IndexWriter:
         """Write the group, and settle the skipped and failed files seen since the last group."""
         if not self._group and not self._others:
             return
-        from ..retrieval.indexing import IndexReport
+        from ..retrieval.indexing.indexer import IndexReport
 
         index = self.index
         if index is None:  # every batch that carries files names its vector space, which opens the index

@@ -1,7 +1,7 @@
 """``CodeParentRetriever``: the core :class:`~llmc_splitters.retrieval.CodeRetriever` as a LangChain retriever.
 
-Importing this module imports ``langchain_core`` (the opt-in). ``chromadb`` and ``bm25s`` load when a retriever is
-built; an embedding model only if you pass one.
+Importing this module imports ``langchain_core`` (the opt-in). ``tantivy`` (the lexical index) loads when a
+retriever is built; ``chromadb`` and an embedding model only if you pass one.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 
 from ..ingest.walk import DEFAULT_INCLUDE
 from ..retrieval import CodeRetriever
-from ..retrieval.expand import Expansion
+from ..retrieval.context.expand import Expansion
 from ..retrieval.retriever import RETRIEVER_K
 from ..retrieval.index import Hit
 from .splitter import path_of

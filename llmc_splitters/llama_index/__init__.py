@@ -3,8 +3,8 @@
 
 Importing this subpackage imports ``llama_index.core`` (the opt-in); when it is missing it raises
 :class:`~llmc_splitters.MissingDependencyError` with the line to install it:
-``pip install 'llmc-splitters[llama-index]'``. ``CodeParentRetriever`` also needs ``chromadb`` and ``bm25s`` when it
-is built (``[chroma]``, ``[bm25]``). ``LocalEmbedding`` is imported on first use of the name, and its model loads
+``pip install 'llmc-splitters[llama-index]'``. ``CodeParentRetriever`` also needs ``tantivy`` when it is
+built (``[bm25]``), and ``chromadb`` when it holds vectors (``[chroma]``). ``LocalEmbedding`` is imported on first use of the name, and its model loads
 on its first embed call (``[embeddings]``).
 """
 

@@ -37,11 +37,11 @@ def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], con
     """The search reply with the largest context that keeps text + data within ``budget`` (counted, not estimated).
 
     ``fill``: ``hits`` are candidates, taken while they fit (the core's fill, see
-    :func:`~llmc_splitters.retrieval.expand.expand`); only hits up to the last one taken are listed. The reply lists
+    :func:`~llmc_splitters.retrieval.context.expand.expand`); only hits up to the last one taken are listed. The reply lists
     the ranked ``files`` too (one line each): up to :data:`MAX_FILES`, fewer as fewer hits fit (two per hit listed
     beyond the first; none beside a lone hit).
     """
-    from ..retrieval.expand import expand
+    from ..retrieval.context.expand import expand
 
     counted: dict[str, int] = {}
 
@@ -108,7 +108,7 @@ def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], con
 def slices_reply(retriever: Any, snippets: Sequence[Any], notes: list[str], head: dict[str, Any], budget: int) -> Reply:
     """Snippets under markers: whole while they fit; the first that does not is cut at a line (or, a single
     line longer than the budget, at a token) and the reply says how to go on; the rest are listed, not shown."""
-    from ..retrieval.expand import render_marker
+    from ..retrieval.context.expand import render_marker
 
     tok = retriever.tokenizer
     parts: list[str] = []

@@ -14,7 +14,7 @@ it keeps:
   relative to the indexed root (:mod:`llmc_splitters.mcp.paths`); every message is scrubbed of the server's
   absolute paths.
 * **Consistent.** Each tool call reads the index in one snapshot
-  (:meth:`~llmc_splitters.retrieval.spanstore.SpanStore.snapshot`): a file re-indexed meanwhile, by this server or
+  (:meth:`~llmc_splitters.retrieval.storage.span_store.SpanStore.snapshot`): a file re-indexed meanwhile, by this server or
   another process, is seen whole, in its old version or its new one, never a hit of one with the imports of the
   other. Refreshes write while searches run: nothing waits for a lock.
 * **Fresh.** Reads go through :meth:`Refresher.before_request` in refresh mode; in watch mode a reply says when
@@ -546,7 +546,7 @@ def _path_filter(store: Any, prefix: str) -> str:
     Raises:
         RequestError: No indexed file is there.
     """
-    from ..retrieval.filters import SearchFilter, unmatched
+    from ..retrieval.storage.filters import SearchFilter, unmatched
 
     filt = SearchFilter.of(path=prefix)
     if filt.is_glob:

@@ -20,20 +20,19 @@ Example:
 from __future__ import annotations
 
 from .embeddings import BoundedView, Embedding, HashingEmbedding, MiniLMEmbedding, bounded_view
-from .expand import Expansion, HitContext, Piece, Scope, Snippet, expand
-from .filters import SearchFilter
-from .fuse import reciprocal_rank_fusion
+from .context.expand import Expansion, HitContext, Piece, Scope, Snippet, expand
+from .storage.filters import SearchFilter
+from .search.fusion import reciprocal_rank_fusion
 from .index import CodeIndex, FileSummaryInput, Hit, IndexInterrupted, IndexReport, SearchResult
-from .lexical import BM25Index, code_terms, split_identifier
-from .milvus import MilvusStore, MilvusStoreError
-from .question import Question, analyze_question
-from .ranking import FileRank, Ranking
+from .terms import code_terms, split_identifier
+from .storage.milvus import MilvusStore, MilvusStoreError
+from .search.question import Question, analyze_question
+from .search.ranking import FileRank, Ranking
 from .retriever import CodeRetriever, Result
-from .spanstore import IndexNotFoundError, SpanStore, StoreError
-from .store import ChromaStore, Record
+from .storage.span_store import IndexNotFoundError, SpanStore, StoreError
+from .storage.chroma_vectors import ChromaStore, Record
 
 __all__ = [
-    "BM25Index",
     "BoundedView",
     "ChromaStore",
     "CodeIndex",

@@ -13,7 +13,7 @@ One engine per job:
 A query reads what it returns: the top ids of each search, then those rows and their expansion material by id
 (:mod:`.search`, :mod:`.context`). Indexing (:mod:`.indexing`) is incremental, stat-first, crash-safe and keeps
 finished work when it is interrupted. Both are handed the engines as :attr:`CodeIndex.parts`
-(:class:`~llmc_splitters.retrieval.parts.IndexParts`), never the index itself.
+(:class:`~llmc_splitters.retrieval.storage.parts.IndexParts`), never the index itself.
 
 Example:
     >>> idx = CodeIndex()                                           # a private, temporary index
@@ -35,23 +35,23 @@ from typing import Any
 from ..chunking.span import Span
 from ..errors import (ConfigurationError, FilterWarning, IndexWarning, caller_stacklevel, check_workers,
                       checked_arguments)
-from .context import ancestors as _ancestors
-from .context import get_lines as _get_lines
-from .context import get_symbol as _get_symbol
-from .context import hit_context as _hit_context
-from .context import zoom_for as _zoom_for
+from .context.lookup import ancestors as _ancestors
+from .context.lookup import get_lines as _get_lines
+from .context.lookup import get_symbol as _get_symbol
+from .context.lookup import hit_context as _hit_context
+from .context.lookup import zoom_for as _zoom_for
 from .embeddings import Embedding
-from .expand import HitContext, Snippet
-from .filters import SearchFilter, unmatched
-from .ranking import Ranking
-from .indexing import IndexInterrupted, Indexer, IndexReport, Item
-from .layout import delete_index, embedding_hint, embedding_name, recorded
-from .lexical_index import LexicalIndex
-from .parts import Chunking, Dense, IndexParts, settings_fingerprint
-from .records import FileSummaryInput, derived_id, embedding_view
-from .search import Hit, SearchResult, rank_texts, search
-from .selection import DEFAULT_INCLUDE, select_files
-from .spanstore import LEXICAL, VECTORS, SpanStore, StoreError
+from .context.expand import HitContext, Snippet
+from .storage.filters import SearchFilter, unmatched
+from .search.ranking import Ranking
+from .indexing.indexer import IndexInterrupted, Indexer, IndexReport, Item
+from .storage.index_dir import delete_index, embedding_hint, embedding_name, recorded
+from .storage.lexical_tantivy import LexicalIndex
+from .storage.parts import Chunking, Dense, IndexParts, settings_fingerprint
+from .storage.file_rows import FileSummaryInput, derived_id, embedding_view
+from .search.hits import Hit, SearchResult, rank_texts, search
+from .indexing.selection import DEFAULT_INCLUDE, select_files
+from .storage.span_store import LEXICAL, VECTORS, SpanStore, StoreError
 
 __all__ = ["CodeIndex", "DEFAULT_INCLUDE", "FileSummaryInput", "Hit", "IndexInterrupted", "IndexReport",
            "SearchResult"]
@@ -62,9 +62,9 @@ class CodeIndex:
     Args:
         path: The index directory (created when missing, unless ``create=False``), or ``None`` for a private
             index in a temporary directory.
-        vectors: Where vectors go when ``embedding`` is given: a :class:`~llmc_splitters.retrieval.store.ChromaStore`
+        vectors: Where vectors go when ``embedding`` is given: a :class:`~llmc_splitters.retrieval.storage.chroma_vectors.ChromaStore`
             (a server with ``host=``, a client), a
-            :class:`~llmc_splitters.retrieval.langchain_store.VectorStoreAdapter`, or ``None`` for embedded Chroma
+            :class:`~llmc_splitters.retrieval.storage.langchain_vectors.VectorStoreAdapter`, or ``None`` for embedded Chroma
             in ``path/chroma`` (in memory without a ``path``).
         embedding: An :class:`~llmc_splitters.retrieval.embeddings.Embedding`; ``None`` gives a lexical-only
             (BM25) index that needs no model and no vector store.
@@ -76,20 +76,20 @@ class CodeIndex:
         summarizer: Optional ``summarizer(FileSummaryInput) -> str``; its text is added to each file summary.
         reset: Delete the index at ``path`` first (to change the model, or rebuild).
         create: Create the index when there is none at ``path``; ``False`` raises
-            :class:`~llmc_splitters.retrieval.spanstore.IndexNotFoundError` instead (open to query: a mistyped
+            :class:`~llmc_splitters.retrieval.storage.span_store.IndexNotFoundError` instead (open to query: a mistyped
             path is an error, not a new empty index).
         embed_workers: Batches embedded at once (threads), when indexing with a model; ``"auto"`` (the default):
             one per core for the package's local models, else one
             (:func:`~llmc_splitters.retrieval.embeddings.batching.auto_workers`).
-        ranking: The ranking rules searches use (:class:`~llmc_splitters.retrieval.ranking.Ranking`; default: every
+        ranking: The ranking rules searches use (:class:`~llmc_splitters.retrieval.search.ranking.Ranking`; default: every
             rule fitted on, ``Ranking.plain()`` for none).
         store: The whole index somewhere else than ``path``: a
-            :class:`~llmc_splitters.retrieval.milvus.MilvusStore` holds the spans, the BM25 postings and the vectors
+            :class:`~llmc_splitters.retrieval.storage.milvus.MilvusStore` holds the spans, the BM25 postings and the vectors
             in Milvus (then give neither ``path`` nor ``vectors``).
 
     Attributes:
         parts: The engines the write path and the search are handed
-            (:class:`~llmc_splitters.retrieval.parts.IndexParts`).
+            (:class:`~llmc_splitters.retrieval.storage.parts.IndexParts`).
 
     Raises:
         ConfigurationError: An invalid setting, or the index holds vectors of another embedding model.
@@ -237,7 +237,7 @@ class CodeIndex:
         with self._lock:
             if not getattr(self, "_vectors_open", False):
                 if self._vectors is None:
-                    from .store import ChromaStore
+                    from .storage.chroma_vectors import ChromaStore
 
                     if self.path is not None:
                         self._vectors = ChromaStore(str(self.path / "chroma"))
@@ -279,7 +279,7 @@ class CodeIndex:
 
     def _view(self, text: str, meta: dict[str, Any]) -> tuple[str, str]:
         """The bounded text to embed and its hash; records in ``meta`` whether it is truncated (see
-        :func:`~llmc_splitters.retrieval.records.embedding_view`)."""
+        :func:`~llmc_splitters.retrieval.storage.file_rows.embedding_view`)."""
         if self._viewer is None:
             self._viewer = embedding_view(self.embedding, self.embedding_name)
         return self._viewer(text, meta)
@@ -492,7 +492,7 @@ class CodeIndex:
 
     def get_symbol(self, name: str, path: str | None = None) -> list[Snippet]:
         """Exact slices for a qualified symbol (``Client.send``), with no search (see
-        :func:`~llmc_splitters.retrieval.context.get_symbol`)."""
+        :func:`~llmc_splitters.retrieval.context.lookup.get_symbol`)."""
         return _get_symbol(self.span_store, name, path)
 
     def get_lines(self, path: str, start_line: int, end_line: int | None = None) -> Snippet:
@@ -512,8 +512,8 @@ class CodeIndex:
         return _ancestors(self.span_store, span)
 
     def hit_context(self, span: Span, score: float = 0.0, query: str | None = None) -> HitContext:
-        """Everything :func:`~llmc_splitters.retrieval.expand.expand` may add around ``span``; with the ``query``,
-        also its zoom (its parts ranked for the query: see :func:`~llmc_splitters.retrieval.context.zoom_for`)."""
+        """Everything :func:`~llmc_splitters.retrieval.context.expand.expand` may add around ``span``; with the ``query``,
+        also its zoom (its parts ranked for the query: see :func:`~llmc_splitters.retrieval.context.lookup.zoom_for`)."""
         zoom = None
         if query is not None:
             zoom = _zoom_for(self.span_store, self.chunker, span, lambda texts: rank_texts(self.parts, query, texts))
@@ -538,14 +538,14 @@ class CodeIndex:
     ) -> SearchResult:
         """Find the leaves that best match ``query``.
 
-        Ranking: BM25 over the question's weighted code-aware terms (:mod:`~llmc_splitters.retrieval.question`),
+        Ranking: BM25 over the question's weighted code-aware terms (:mod:`~llmc_splitters.retrieval.search.question`),
         plus (with an embedding model) cosine similarity of the query vector, each giving a ranked list of up to
         ``candidates`` leaves with the filters applied inside the search; the lists are fused and the ranking's
-        rules applied (:mod:`~llmc_splitters.retrieval.ranking`: definitions up, tests/examples/docs down unless
+        rules applied (:mod:`~llmc_splitters.retrieval.search.ranking`: definitions up, tests/examples/docs down unless
         asked for, fragments down). The result's ``files`` ranks the distinct files. In multi-stage
         mode the file and class summaries are ranked the same way first; leaves inside the ``summaries`` best ones
         are ranked again (lexical and dense, restricted to them), and these local lists are fused with the global
-        ones, so a leaf in a relevant file/class rises. See :func:`~llmc_splitters.retrieval.search.confidence`.
+        ones, so a leaf in a relevant file/class rises. See :func:`~llmc_splitters.retrieval.search.hits.confidence`.
 
         Args:
             query: Free text, identifiers or code.
@@ -580,7 +580,7 @@ class CodeIndex:
     def unmatched_filter(self, *, path: str | None = None, language: str | None = None, kind: str | None = None,
                          filters: SearchFilter | Mapping[str, Any] | None = None) -> str | None:
         """Why no indexed span passes these filters, in one sentence (what stored paths, languages or kinds look
-        like), or ``None`` when some span does (see :func:`~llmc_splitters.retrieval.filters.unmatched`).
+        like), or ``None`` when some span does (see :func:`~llmc_splitters.retrieval.storage.filters.unmatched`).
 
         Raises:
             ConfigurationError: A filter is invalid.

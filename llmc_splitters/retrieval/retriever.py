@@ -13,11 +13,11 @@ from typing import Any
 from ..errors import ConfigurationError, checked_arguments
 from ..chunking.tokens import resolve_tokenizer
 from .embeddings import Embedding
-from .expand import DEFAULT_MARKER, ZOOM_RANKS, Expansion, HitContext, Piece, Snippet, expand, render_marker
-from .filters import SearchFilter
+from .context.expand import DEFAULT_MARKER, ZOOM_RANKS, Expansion, HitContext, Piece, Snippet, expand, render_marker
+from .storage.filters import SearchFilter
 from .index import DEFAULT_INCLUDE, CodeIndex, FileSummaryInput, Hit, IndexReport, SearchResult
-from .ranking import FileRank, Ranking
-from .store import ChromaStore
+from .search.ranking import FileRank, Ranking
+from .storage.chroma_vectors import ChromaStore
 
 __all__ = ["CodeRetriever", "Result"]
 
@@ -94,7 +94,7 @@ class CodeRetriever:
         multi_stage: Default search mode (summaries first, then leaves).
         summarizer: Optional ``summarizer(FileSummaryInput) -> str`` added to file summaries.
         marker: Marker line template (``{path}``, ``{start}``, ``{end}``).
-        ranking: The ranking rules (:class:`~llmc_splitters.retrieval.ranking.Ranking`; default: the fitted rules).
+        ranking: The ranking rules (:class:`~llmc_splitters.retrieval.search.ranking.Ranking`; default: the fitted rules).
 
     Raises:
         ConfigurationError: A setting is invalid.
@@ -237,7 +237,7 @@ class CodeRetriever:
         best matches the query), then, hit by hit in rank order, its header chain and the binding lines it uses,
         then the skeleton of its class, then its enclosing scopes whole while they fit. Without ``k`` (``k=None``,
         the default unless the retriever was given one), hits are taken in rank order, each with its header chain
-        and bindings, while they fit: the budget is filled. See :mod:`llmc_splitters.retrieval.expand`.
+        and bindings, while they fit: the budget is filled. See :mod:`llmc_splitters.retrieval.context.expand`.
 
         Args:
             query: The question, identifiers or code.

@@ -1,7 +1,7 @@
 """An index whose vectors live in any LangChain ``VectorStore``, not only Chroma: :func:`code_index`.
 
-The adapter itself (:class:`~llmc_splitters.retrieval.langchain_store.VectorStoreAdapter`, with
-:class:`~llmc_splitters.retrieval.langchain_store.StoreEmbedding`) is one of the stores the index composes and
+The adapter itself (:class:`~llmc_splitters.retrieval.storage.langchain_vectors.VectorStoreAdapter`, with
+:class:`~llmc_splitters.retrieval.storage.langchain_vectors.StoreEmbedding`) is one of the stores the index composes and
 lives below it, in :mod:`.langchain_store`; both names import from here too.
 
 Example:
@@ -20,7 +20,7 @@ import warnings
 from typing import Any
 
 from ..errors import ConfigurationError
-from .langchain_store import StoreEmbedding, VectorStoreAdapter
+from .storage.langchain_vectors import StoreEmbedding, VectorStoreAdapter
 
 __all__ = ["StoreEmbedding", "VectorStoreAdapter", "code_index"]
 

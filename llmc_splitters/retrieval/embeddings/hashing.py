@@ -38,7 +38,7 @@ class HashingEmbedding:
         return EmbeddingIdentity(self.name, self.dim, None)
 
     def _vec(self, text: str) -> list[float]:
-        from ..lexical import code_terms
+        from ..terms import code_terms
 
         v = [0.0] * self.dim
         for t in code_terms(text):

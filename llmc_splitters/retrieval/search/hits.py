@@ -1,0 +1,324 @@
+"""Search: top-N from the lexical index and top-N from the vector store, fused, then one batched fetch by id.
+
+Each ranked list is computed inside its engine with the filter applied (a path prefix or glob, a language, a kind:
+see :mod:`.filters`); the candidates are then read from the span store by id in one query. A candidate the store
+does not hold (a file being rewritten or removed, a dead run's leftovers) is dropped. Lists are fused by reciprocal
+rank fusion (:mod:`.fuse`). See :func:`confidence` for what the confidence means.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from ...chunking.span import Span
+from ...errors import ConfigurationError
+from ..storage.filters import SearchFilter
+from .fusion import reciprocal_rank_fusion
+from ..storage.parts import HasParts, IndexParts, parts_of
+from .question import Question, analyze_question, weigh
+from .ranking import FileRank, Ranking, rank
+from ..storage.span_store import SpanRow
+
+__all__ = ["Hit", "SearchResult", "confidence", "rank_texts", "search"]
+
+# Temperatures of the per-retriever softmax in the confidence's margins, and the confidence's weights (intercept
+# first), fitted by `python -m benchmarks.calibrate` on the tune packages.
+_TAU_LEXICAL = 0.1
+_TAU_DENSE = 0.05
+_CONFIDENCE_TOP_N = 10
+_LEXICAL = (-1.53, 1.07, 0.98)
+_HYBRID = (-1.68, 0.96, 0.45, 1.51, 0.50)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result.
+
+    Attributes:
+        span: The leaf span.
+        score: Its ranking score (see :mod:`.ranking`); comparable within one query only.
+        rank: 0-based rank in the fused list.
+        ranks: Its 1-based rank in each contributing list (``lexical``, ``dense``, ``local_lexical``,
+            ``local_dense``), for the lists that ranked it.
+    """
+
+    span: Span
+    score: float
+    rank: int
+    ranks: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The hits of one query and how confident the ranking is.
+
+    Attributes:
+        query: The query.
+        hits: Best first.
+        confidence: In [0, 1]; see :func:`confidence`.
+        summaries: In multi-stage mode, the ids of the summaries (files/classes) searched within.
+        filter: The filter the search applied.
+        signals: What the confidence is computed from (see :func:`confidence`): ``lexical_margin`` and
+            ``dense_margin`` (the top hit's softmax share in each list), ``coverage`` (the share of the query's
+            IDF weight the top hit matches), ``cosine`` (the top hit's similarity to the query).
+        files: The best distinct files, best first (:class:`~llmc_splitters.retrieval.search.ranking.FileRank`: path,
+            score, the best span's lines and symbol), beyond the hits: up to 20 by default.
+        shape: The question's shape (``symbol``, ``words`` or ``report``; see :mod:`.question`).
+    """
+
+    query: str
+    hits: tuple[Hit, ...]
+    confidence: float
+    summaries: tuple[str, ...] = ()
+    filter: SearchFilter = field(default_factory=SearchFilter)
+    signals: Mapping[str, float] = field(default_factory=dict)
+    files: tuple[FileRank, ...] = ()
+    shape: str = "words"
+
+
+def _resolve(parts: IndexParts, filt: SearchFilter) -> tuple[SearchFilter, list[str] | None]:
+    """The filter as the engines apply it, and the files it names when they cannot match it as a directory or a
+    file themselves (a glob; a prefix that is not a whole directory name). ``src`` that names exactly the files
+    under ``src/`` is the directory ``src/``."""
+    if filt.path is None or filt.directory is not None:
+        return filt, None
+    store = parts.spans
+    if filt.is_glob:
+        return filt, store.paths(glob=filt.path)
+    if store.marker(filt.path) is not None:
+        return filt, None  # one file: matched as a term
+    under = store.count_paths(filt.path + "/")
+    if under and store.count_paths(filt.path) == under:
+        return replace(filt, path=filt.path + "/"), None
+    return filt, store.paths(prefix=filt.path)
+
+
+def _tie_order(ranked: list[tuple[str, float]], rows: Mapping[str, SpanRow]) -> list[tuple[str, float]]:
+    """Drop candidates the span store does not hold; a run of equal scores goes in file order, whatever order the
+    engine returned it in (rounded: engines compute in float32 or float64)."""
+    kept = [(i, s) for i, s in ranked if i in rows]
+
+    def key(item: tuple[str, float]) -> tuple[float, str, int, str]:
+        sp = rows[item[0]].span
+        return -round(item[1], 6), sp.path or "", sp.start_byte, item[0]
+
+    return sorted(kept, key=key)
+
+
+def search(
+    index: IndexParts | HasParts,
+    query: str,
+    k: int = 10,
+    *,
+    filt: SearchFilter | None = None,
+    multi_stage: bool = False,
+    summaries: int = 3,
+    candidates: int = 100,
+    rrf_k: int | None = None,
+    ranking: Ranking | None = None,
+    files: int = 20,
+) -> SearchResult:
+    """Find the leaves that best match ``query`` (see :meth:`~llmc_splitters.retrieval.CodeIndex.search`).
+
+    ``index`` is the index's :class:`~llmc_splitters.retrieval.storage.parts.IndexParts` (or what holds them: the index).
+    The question is read by :func:`~llmc_splitters.retrieval.search.question.analyze_question`, each engine returns up to
+    ``candidates`` leaves, and :func:`~llmc_splitters.retrieval.search.ranking.rank` orders them under ``ranking`` (the
+    default :class:`~llmc_splitters.retrieval.search.ranking.Ranking` when ``None``); ``rrf_k`` overrides its fusion
+    constant. The result lists the ``files`` best files beside the ``k`` hits.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        msg = f"k must be a positive integer, got {k!r}"
+        raise ConfigurationError(msg)
+    ranking = ranking if ranking is not None else Ranking()
+    if rrf_k is not None:
+        ranking = replace(ranking, rrf_k=rrf_k)
+    parts = parts_of(index)
+    dense = parts.dense
+    filt, paths = _resolve(parts, filt or SearchFilter())
+    n = max(candidates, k)
+    lex = parts.lexical("leaf")
+    question = analyze_question(query) if ranking.question else Question(query, _plain_shape(query), {})
+    weights = None
+    if ranking.question:
+        n_docs, df = lex.stats(question.terms) if question.shape == "report" else (0, {})
+        weights = weigh(question, n_docs, df)
+    qvec = dense.embed_query(query) if dense is not None else None
+    lists: dict[str, list[tuple[str, float]]]
+    if parts.hybrid is not None and qvec is not None and not multi_stage:
+        # The engine fuses BM25 and the vectors itself (Milvus's hybrid_search): one list, ranked by the same rules.
+        lists = {"hybrid": parts.hybrid(query, qvec, n, filt, paths, ranking.rrf_k, weights=weights,
+                                        lexical_weight=ranking.fusion_weight(question.shape))}
+    else:
+        lists = {"lexical": lex.search(query, n, filt, paths, weights=weights)}
+    if dense is not None and qvec is not None and "hybrid" not in lists:
+        lists["dense"] = dense.vectors().query(qvec, n, role="leaf", filt=filt, files=paths)
+    chosen: list[str] = []
+    if multi_stage:
+        chosen, local = _multi_stage(parts, query, qvec, n, filt, paths, summaries, ranking.rrf_k)
+        lists.update(local)
+    rows = parts.spans.get([i for r in lists.values() for i, _ in r])
+    lists = {name: _tie_order(r, rows) for name, r in lists.items()}
+    spans = {rid: rows[rid].span for r in lists.values() for rid, _ in r}
+    ranked, ranked_files = rank({name: [i for i, _ in r] for name, r in lists.items()},
+                                {name: dict(r) for name, r in lists.items()}, spans, question, ranking)
+    hits = tuple(Hit(spans[r.id], r.score, pos, r.ranks) for pos, r in enumerate(ranked[:k]))
+    # An engine-fused list has no per-list scores: no confidence (0).
+    signals = {} if "hybrid" in lists else _signals(parts, query, hits[0].span if hits else None,
+                                                    lists.get("lexical", []), lists.get("dense"))
+    return SearchResult(query, hits, confidence(signals), tuple(chosen), filt, signals,
+                        tuple(ranked_files[:files]), question.shape)
+
+
+def _plain_shape(query: str) -> str:
+    """The shape of a question when question analysis is off (adaptive fusion still reads it)."""
+    return analyze_question(query).shape
+
+
+def _multi_stage(parts: IndexParts, query: str, qvec: list[float] | None, n: int, filt: SearchFilter,
+                 files: Sequence[str] | None, summaries: int, rrf_k: int
+                 ) -> tuple[list[str], dict[str, list[tuple[str, float]]]]:
+    """Rank file/class summaries, then rank again the leaves inside the best ones."""
+    dense = parts.dense
+    sum_lists = [parts.lexical("summary").search(query, n, filt, files)]
+    if dense is not None and qvec is not None:
+        sum_lists.append(dense.vectors().query(qvec, n, role="summary", filt=filt, files=files))
+    held = parts.spans.get([i for r in sum_lists for i, _ in r])
+    sum_lists = [[(i, s) for i, s in r if i in held] for r in sum_lists]
+    fused = reciprocal_rank_fusion([[i for i, _ in r] for r in sum_lists if r], k=rrf_k)
+    chosen = [i for i, _ in fused[:summaries]]
+    allowed: set[str] = set()
+    paths: set[str] = set()
+    for sid in chosen:
+        target = held[sid].span.metadata.get("target_id")
+        if isinstance(target, str):
+            allowed.update(parts.spans.leaves_under(target))
+            paths.add(held[sid].file)
+    local: dict[str, list[tuple[str, float]]] = {}
+    if allowed:
+        wide = max(n, len(allowed))
+        local["local_lexical"] = [r for r in parts.lexical("leaf").search(query, wide, filt, sorted(paths))
+                                  if r[0] in allowed][:n]
+        if dense is not None and qvec is not None:
+            local["local_dense"] = [r for r in dense.vectors().query(qvec, wide, role="leaf", filt=filt,
+                                                                    files=sorted(paths)) if r[0] in allowed][:n]
+    return chosen, local
+
+
+def rank_texts(index: IndexParts | HasParts, query: str, texts: Sequence[str], qvec: list[float] | None = None
+               ) -> list[int]:
+    """Indices of ``texts`` (parts of one hit) best match first, by the index's own scorers restricted to them:
+    BM25 with the lexical index's document frequencies, fused by RRF with cosine similarity when the index is dense.
+
+    ``index`` is the index's :class:`~llmc_splitters.retrieval.storage.parts.IndexParts` (or what holds them: the index).
+    """
+    from ..terms import code_terms
+
+    parts = parts_of(index)
+    terms = code_terms(query)
+    lex = parts.lexical("leaf")
+    n_docs, df = lex.stats(set(terms))
+    docs = [code_terms(t) for t in texts]
+    avgdl = (sum(len(d) for d in docs) / len(docs)) if docs else 1.0
+    k1, b = 1.2, 0.75
+    scores = []
+    for d in docs:
+        tf: dict[str, int] = {}
+        for t in d:
+            tf[t] = tf.get(t, 0) + 1
+        score = 0.0
+        for t in terms:
+            f = tf.get(t, 0)
+            if f:
+                idf = math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
+                score += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len(d) / max(avgdl, 1e-9)))
+        scores.append(score)
+    lists = [sorted(range(len(texts)), key=lambda i: (-scores[i], i))]
+    dense = parts.dense
+    if dense is not None:
+        qv = qvec if qvec is not None else dense.embed_query(query)
+        vecs = dense.embedding.embed_documents([dense.view(t, {})[0] for t in texts])
+        cos = [_cosine(qv, [float(x) for x in v]) for v in vecs]
+        lists.append(sorted(range(len(texts)), key=lambda i: (-cos[i], i)))
+    return [i for i, _ in reciprocal_rank_fusion(lists)]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(x * x for x in b))
+    return sum(x * y for x, y in zip(a, b)) / (na * nb) if na and nb else 0.0
+
+
+def _softmax_share(top: str, ranked: Sequence[tuple[str, float]], tau: float, normalise: bool) -> float:
+    """The top hit's probability in a softmax over a list's first scores (0 when it is not in them)."""
+    head = list(ranked[:_CONFIDENCE_TOP_N])
+    if not head:
+        return 0.0
+    scores = [s for _, s in head]
+    if normalise:
+        m = max(scores)
+        scores = [s / m if m > 0 else 0.0 for s in scores]
+    z = [x / tau for x in scores]
+    mz = max(z)
+    ex = [math.exp(x - mz) for x in z]
+    total = sum(ex)
+    return next((v / total for (rid, _), v in zip(head, ex) if rid == top), 0.0)
+
+
+def _signals(parts: IndexParts, query: str, top: Span | None, lexical: Sequence[tuple[str, float]],
+             dense: Sequence[tuple[str, float]] | None) -> dict[str, float]:
+    """The measurements :func:`confidence` combines, for the top fused hit."""
+    if top is None:
+        return {}
+    from ..terms import code_terms
+
+    out = {"lexical_margin": _softmax_share(top.id, lexical, _TAU_LEXICAL, True)}
+    terms = set(code_terms(query))
+    if terms:
+        n_docs, df = parts.lexical("leaf").stats(terms)
+        idf = {t: math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+        have = set(code_terms(f"{top.path or ''} {top.name or ''}\n{top.text}"))
+        total = sum(idf.values())
+        out["coverage"] = sum(w for t, w in idf.items() if t in have) / total if total else 0.0
+        # The top BM25 score against the most any document could score (every term, saturated).
+        best = next((sc for rid, sc in lexical if rid == top.id), 0.0)
+        out["strength"] = best / (total * 2.2) if total else 0.0
+    else:
+        out["coverage"] = out["strength"] = 0.0
+    if len(lexical) >= 2 and lexical[0][1] > 0:
+        out["gap"] = (lexical[0][1] - lexical[1][1]) / lexical[0][1]
+    if dense is not None:
+        out["dense_margin"] = _softmax_share(top.id, dense, _TAU_DENSE, False)
+        out["cosine"] = next((s for rid, s in dense if rid == top.id), 0.0)
+    return out
+
+
+def confidence(signals: Mapping[str, float]) -> float:
+    """The probability that the top hit is what the query asks for, in [0, 1] (0 when nothing matched).
+
+    A logistic model of the top hit's signals (see :attr:`SearchResult.signals`), fitted on the tune packages of the
+    project's retrieval benchmark (``python -m benchmarks.calibrate``):
+
+    * lexical only: ``sigma(-1.53 + 1.07 m + 0.98 s)``;
+    * hybrid: ``sigma(-1.68 + 0.96 m + 0.45 s + 1.51 d + 0.50 c)``;
+
+    with ``m`` the top hit's share of a softmax over the first 10 BM25 scores (scaled by the best, ``tau = 0.1``),
+    ``s`` its BM25 score over the most any document could score for the query (every term matched and saturated:
+    ``sum idf * (k1 + 1)``), ``d`` its share of a softmax over the first 10 cosines (``tau = 0.05``) and ``c`` its
+    cosine. A hit that beats the runner-up but matches the query weakly in absolute terms (one common word) gets a
+    low ``s`` and a low confidence. On the tune packages the share of queries whose top hit is the gold function
+    rises with the confidence (hybrid: 0.24 under 0.3, 0.39 for 0.3-0.6, 0.77 at 0.6 and above); lexical search
+    alone never reaches 0.6 there (no signal of it picks out queries answered right 70% of the time), so a
+    planner routing queries under ~0.6 to a larger model routes every lexical-only one.
+    """
+    if "lexical_margin" not in signals:
+        return 0.0
+    m, s = signals.get("lexical_margin", 0.0), signals.get("strength", 0.0)
+    if "dense_margin" in signals:
+        z = _HYBRID[0] + _HYBRID[1] * m + _HYBRID[2] * s + _HYBRID[3] * signals["dense_margin"] + \
+            _HYBRID[4] * signals.get("cosine", 0.0)
+    else:
+        z = _LEXICAL[0] + _LEXICAL[1] * m + _LEXICAL[2] * s
+    return 1.0 / (1.0 + math.exp(-z))
+
