@@ -77,8 +77,8 @@ def _embedding_adapter(dense: Any) -> Any:
 def result_pieces(result: Any, files: dict[str, SourceFile]) -> list[Piece]:
     """Map a retriever Result's pieces (path + 1-based inclusive lines) to char-range pieces.
 
-    Verbatim pieces cover their whole lines. A ``skeleton`` or truncated piece covers only the lines of its range
-    whose text appears in it. The context's full token count (markers included) is charged to the pieces.
+    Verbatim pieces cover their whole lines. A ``skeleton``, ``excerpt`` or truncated piece covers only the lines of
+    its range whose text appears in it. The context's full token count (markers included) is charged to the pieces.
     """
     out: list[Piece] = []
     for p in result.pieces:
@@ -86,7 +86,7 @@ def result_pieces(result: Any, files: dict[str, SourceFile]) -> list[Piece]:
         if f is None:
             continue
         last = min(p.end_line, len(f.line_starts))
-        if p.kind == "skeleton" or getattr(p, "truncated", False):
+        if p.kind in ("skeleton", "excerpt") or getattr(p, "truncated", False):
             present = {ln.strip() for ln in p.text.splitlines() if ln.strip()}
             for line in range(p.start_line, last + 1):
                 s, e = f.line_range(line)

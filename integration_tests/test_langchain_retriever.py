@@ -21,7 +21,8 @@ from langchain_core.runnables import RunnableLambda  # noqa: E402
 from llmc_splitters import ConfigurationError  # noqa: E402
 from llmc_splitters.langchain import CodeParentRetriever, CodeTextSplitter  # noqa: E402
 
-MARKER = re.compile(r"^# (?P<path>\S+):(?P<start>\d+)-(?P<end>\d+)(?: \((?P<note>skeleton|truncated)\))?$", re.M)
+MARKER = re.compile(r"^# (?P<path>\S+):(?P<start>\d+)-(?P<end>\d+)"
+                    r"(?: \((?P<note>skeleton|truncated|excerpt|continues)\))?$", re.M)
 QUERIES = [
     "wrap text into lines of a given width",
     "decode a JSON object from a string",
@@ -53,6 +54,12 @@ def assert_cited_exactly(docs: list[Document], files: dict[str, str]) -> None:
             if note == "skeleton":
                 continue
             original = "".join(files[path].splitlines(keepends=True)[start - 1 : end])
+            if note == "excerpt":  # the head of a long statement, the lines naming what the hit uses, its end
+                kept = iter(original.splitlines())
+                assert all(line in kept for line in text.splitlines())
+                continue
+            if note == "continues":  # a piece of a definition that goes on past it: verbatim all the same
+                note = None
             if note == "truncated":
                 assert original.startswith(text.rstrip("\n"))
             else:

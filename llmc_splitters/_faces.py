@@ -1,12 +1,13 @@
 """Framework-free code shared by the LangChain and LlamaIndex faces: checking their settings, taking documents in
 through the one dispatch (skipping binary input with one warning, warning about guessed languages and pre-split
-files), escaping lone surrogates for the frameworks, making paths relative, and building the core retriever they
-wrap."""
+files), the overlap of split prose (``chunk_overlap``), escaping lone surrogates for the frameworks, making paths
+relative, and building the core retriever they wrap."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import uuid
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,6 +16,7 @@ from typing import Any
 
 from .chunking.dispatch import classify, resolve_language
 from .chunking.inputs import escape_surrogates
+from .chunking.overlap import PROSE_LANGUAGES, add_overlap
 from .chunking.span import SpanTree
 from .errors import ConfigurationError, InputWarning, UnsupportedInputError, caller_stacklevel, check_positive
 
@@ -26,6 +28,8 @@ call naming each input and the reason (``"warn"``), raise our :class:`~llmc_spli
 (``"raise"``), or skip it silently (``"ignore"``)."""
 
 _LISTED = 5  # inputs named in one warning; the rest are counted
+# Where a tail of the overlap may start: after whitespace, at a word.
+_WORD_START = re.compile(r"[ \t\n]+(?=\S)")
 
 
 def first_path(metadata: Mapping[str, Any], keys: Sequence[str]) -> str | None:
@@ -186,6 +190,44 @@ def chunk_budget(size: int, header_reserve: Any, context_header: bool) -> int:
         )
         raise ConfigurationError(msg)
     return budget
+
+
+def check_overlap(chunk_overlap: Any, size: int) -> int:
+    """``chunk_overlap`` checked: an integer with ``0 <= chunk_overlap < size / 2`` (tokens)."""
+    if isinstance(chunk_overlap, bool) or not isinstance(chunk_overlap, int) or not 0 <= 2 * chunk_overlap < size:
+        msg = (
+            f"chunk_overlap must be an integer with 0 <= chunk_overlap < chunk_size / 2 ({size / 2:g}), got "
+            f"{chunk_overlap!r}; code never overlaps, only split prose does"
+        )
+        raise ConfigurationError(msg)
+    return chunk_overlap
+
+
+def overlap_reserve(chunk_overlap: int, language: str | None) -> int:
+    """The tokens a document is cut smaller by so that the overlap fits beside each piece: ``chunk_overlap`` for
+    prose (Markdown, plain text, and notebooks for their markdown cells), 0 for code, which never overlaps."""
+    return chunk_overlap if chunk_overlap and language in (*PROSE_LANGUAGES, "notebook") else 0
+
+
+def with_overlap(tree: SpanTree, chunk_overlap: int, budget: int, tokenizer: Any) -> SpanTree:
+    """``tree`` whose pieces of split prose carry, in ``metadata["overlap"]``, the tail of the piece before them:
+    about ``chunk_overlap`` tokens cut at a sentence or word (:func:`~llmc_splitters.chunking.overlap.add_overlap`;
+    code never gets any)."""
+    return add_overlap(tree, chunk_overlap / budget, budget, tokenizer) if chunk_overlap else tree
+
+
+def fitting_tail(overlap: str, fits: Any) -> str | None:
+    """The longest tail of ``overlap`` that starts at a word and ``fits(tail)``, or ``None`` (bisected over word
+    starts: a later start is a shorter tail)."""
+    starts = [0, *(m.end() for m in _WORD_START.finditer(overlap))]
+    lo, hi = -1, len(starts)  # starts[hi:] fit; starts[:lo + 1] do not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(overlap[starts[mid]:]):
+            hi = mid
+        else:
+            lo = mid
+    return overlap[starts[hi]:] if hi < len(starts) else None
 
 
 def forced_language(language: Any) -> str | None:

@@ -20,6 +20,49 @@ from llmc_splitters import Span
 # run, `conftest` names whichever conftest.py pytest loaded last.
 DATA = pathlib.Path(__file__).parent / "data"
 
+# A Go file with methods on pointer, value and generic receivers (issue 37).
+GO_PROGRAM = """package tea
+
+import (
+	"context"
+	"sync"
+)
+
+// Program is a terminal user interface.
+type Program struct {
+	ctx  context.Context
+	msgs chan Msg
+	mu   sync.Mutex
+}
+
+// NewProgram creates a new Program.
+func NewProgram(model Model) *Program {
+	return &Program{msgs: make(chan Msg)}
+}
+
+// eventLoop is the central message loop.
+func (p *Program) eventLoop(model Model, cmds chan Cmd) (Model, error) {
+	for {
+		select {
+		case <-p.ctx.Done():
+			return model, nil
+		case msg := <-p.msgs:
+			p.mu.Lock()
+			model, cmd := model.Update(msg)
+			p.mu.Unlock()
+			cmds <- cmd
+		}
+	}
+}
+
+// Send sends a message to the program.
+func (p Program) Send(msg Msg) {
+	p.msgs <- msg
+}
+
+func (l *List[T]) Len() int { return len(l.items) }
+"""
+
 
 def words(text: str) -> int:
     """A whitespace word counter: a tokenizer with very different boundaries from BPE."""

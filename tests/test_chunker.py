@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import DATA, corpus_files
+from helpers import DATA, GO_PROGRAM, corpus_files
 from helpers import assert_valid_spans, assert_valid_tree
 
 from llmc_splitters import ASTChunker, ConfigurationError, UnsupportedInputError, detect_language
@@ -236,11 +236,28 @@ def test_generic_language_path_finds_definitions():
     assert_valid_spans(go, spans, 64)
     greet = by_name(spans, "Greet")[0]
     assert greet.kind == "function" and greet.text.startswith("// Greet says hi.")
-    assert any(s.name == "Start" and s.kind == "function" for s in spans)
+    assert any(s.name == "Server.Start" and s.kind == "method" for s in spans)
     rust = "use std::fmt;\n\npub struct P { x: i32 }\n\nimpl P {\n    pub fn new() -> Self { P { x: 0 } }\n}\n\nfn main() {\n    println!(\"{}\", 1);\n}\n"
     spans = ASTChunker(max_tokens=64).chunk(rust, path="main.rs")
     assert_valid_spans(rust, spans, 64)
     assert by_name(spans, "main")[0].kind == "function"
+
+@pytest.mark.parametrize("budget", [40, 512])
+def test_go_methods_are_named_by_their_receiver_type(budget):
+    """Issue 37: Go methods were listed as ``eventLoop (function)``; a receiver makes them ``Program.eventLoop``
+    methods, pointer, value and generic receivers alike, and a split method's pieces say so in their breadcrumb."""
+    tree = ASTChunker(max_tokens=budget).chunk_tree(GO_PROGRAM, path="tea/tea.go")
+    assert_valid_spans(GO_PROGRAM, tree.leaves, budget)
+    kinds: dict[str, str] = {}
+    for s in tree.spans:  # a split method first, then its pieces
+        if s.name:
+            kinds.setdefault(s.name, s.kind)
+    assert kinds["Program.eventLoop"] == kinds["Program.Send"] == kinds["List.Len"] == "method"
+    assert kinds["NewProgram"] == "function"
+    assert "eventLoop" not in kinds
+    if budget == 40:  # eventLoop is split: every piece is placed under Program.eventLoop
+        pieces = [s for s in tree.leaves if s.name == "Program.eventLoop"]
+        assert len(pieces) > 1 and all(s.metadata["breadcrumb"] == "Program.eventLoop" for s in pieces)
 
 
 def test_plain_text_paragraphs():

@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("tantivy")
 
+from helpers import GO_PROGRAM  # noqa: E402
 from llmc_splitters import ASTChunker  # noqa: E402
 from llmc_splitters.chunking.analysis import references  # noqa: E402
 from llmc_splitters.retrieval import CodeIndex  # noqa: E402
@@ -115,3 +116,17 @@ def test_calls_are_found_in_grammars_with_and_without_a_function_field(language:
     data = source.encode()
     root = tlp.get_parser(language).parse(data).root_node
     assert references(root, data, 0, len(data), language=language) == calls
+
+
+def test_a_go_method_is_found_by_its_receiver_qualified_name_and_by_its_own():
+    """Issue 37: ``get_symbol`` finds ``Program.eventLoop`` (and ``eventLoop``, once), and a search lists it as a
+    method."""
+    idx = CodeIndex()
+    idx.index_texts({"tea/tea.go": GO_PROGRAM})
+    start = GO_PROGRAM[: GO_PROGRAM.index("// eventLoop")].count("\n") + 1
+    [qualified] = idx.get_symbol("Program.eventLoop")
+    [bare] = idx.get_symbol("eventLoop")
+    assert qualified == bare and qualified.start_line == start
+    assert qualified.text.startswith("// eventLoop is the central message loop.\nfunc (p *Program) eventLoop(")
+    hit = idx.search("the central message loop", k=1).hits[0]
+    assert (hit.span.name, hit.span.kind) == ("Program.eventLoop", "method")

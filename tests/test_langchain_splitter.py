@@ -61,7 +61,8 @@ def test_is_a_langchain_text_splitter_with_token_chunk_size():
     [
         ({"chunk_size": 0}, "chunk_size must be a positive integer"),
         ({"chunk_size": 100, "max_tokens": 200}, "same setting"),
-        ({"chunk_size": 100, "chunk_overlap": 20}, "chunk_overlap must be 0"),
+        ({"chunk_size": 100, "chunk_overlap": 50}, r"chunk_overlap must be an integer with 0 <= chunk_overlap < "),
+        ({"chunk_size": 100, "chunk_overlap": -1}, r"chunk_overlap must be an integer with 0 <= chunk_overlap < "),
         ({"chunk_size": 50, "context_header": True, "header_reserve": 50}, "must exceed header_reserve"),
         ({"language": "klingon"}, "unknown language 'klingon'"),
         ({"tokenizer": len, "length_function": len}, "not both"),
@@ -276,3 +277,37 @@ def test_pieces_of_one_file_from_generic_loader_get_one_warning_with_the_remedy(
         warnings.simplefilter("error", InputWarning)
         docs = splitter.split_documents(whole)  # whole files: no warning, and the file's own line numbers
     assert any(d.metadata["symbol"] == "JSONDecoder.raw_decode" and d.metadata["start_line"] > 300 for d in docs)
+
+
+def test_chunk_overlap_is_accepted_for_split_prose_as_the_node_parser_does(cl100k):
+    """Issue 37: ``CodeTextSplitter(chunk_overlap=50)`` raised where ``CodeNodeParser`` accepts it. Both faces now
+    take it through the same code: code never overlaps; each piece of split prose starts with the tail of the piece
+    before it (LangChain: in ``page_content``, before the text that ``start_index`` locates; LlamaIndex: in
+    ``metadata["overlap"]``, shown before the text), and the pieces are the same."""
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.schema import Document as LIDocument
+
+    from llmc_splitters.llama_index import CodeNodeParser
+
+    prose, code = read("text/release-notes.txt"), read("python/textwrap.py")
+    splitter = CodeTextSplitter(chunk_size=128, chunk_overlap=30)
+    assert splitter.chunk_overlap == 30
+    docs = splitter.split_documents([Document(page_content=prose, metadata={"source": "release-notes.txt"})])
+    overlapped = 0
+    for prev, doc in zip(docs, docs[1:]):
+        m = doc.metadata
+        body = prose[m["start_index"]:m["end_index"]]
+        assert doc.page_content.endswith(body) and cl100k.count(doc.page_content) <= 128
+        tail = doc.page_content[: len(doc.page_content) - len(body)]
+        if tail:
+            overlapped += 1
+            assert prev.page_content.endswith(tail) and prose[: m["start_index"]].endswith(tail)
+            assert 0 < cl100k.count(tail) <= 30
+    assert overlapped >= len(docs) // 2
+    # The same pieces and the same tails as the LlamaIndex face (its budget not shared with metadata lines).
+    nodes = CodeNodeParser(chunk_size=128, chunk_overlap=30, include_metadata=False).get_nodes_from_documents(
+        [LIDocument(text=prose, metadata={"file_path": "release-notes.txt"})])
+    assert [d.page_content for d in docs] == [n.metadata.get("overlap", "") + n.text for n in nodes]
+    # Code never overlaps: every chunk is the source verbatim at its offsets.
+    code_docs = splitter.split_documents([Document(page_content=code, metadata={"source": "textwrap.py"})])
+    assert_exact_documents(code, code_docs, 128, cl100k.count)

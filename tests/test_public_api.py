@@ -260,7 +260,7 @@ SPLIT = {
         "llmc_splitters.chunking.analysis.bindings": ["ImportInfo", "file_imports", "module_names"],
         "llmc_splitters.chunking.analysis.references": ["identifiers", "references"],
         "llmc_splitters.chunking.analysis.skeletons": [
-            "SkeletonEntry", "body_placeholder", "header_end", "skeleton", "skeleton_entries",
+            "SkeletonEntry", "body_placeholder", "header_end", "skeleton", "skeleton_entries", "skeleton_for",
         ],
     },
 }

@@ -78,9 +78,10 @@ def check(result, source: str, *, method: tuple[int, int], header: int, bindings
     numbers = [n for n, _ in shown]
     assert len(numbers) == len(set(numbers)), "a line is shown twice"
     skeletons = [p for p in result.pieces if p.kind == "skeleton"]
-    for sk in skeletons:  # a skeleton repeats no line shown verbatim
+    for sk in skeletons:  # a skeleton repeats no line shown verbatim (a closing brace is no line's content)
         verbatim = {t.strip() for _, t in shown if t.strip()}
-        assert not [ln for ln in sk.text.splitlines()[1:] if ln.strip() and ln.strip() != "..." and ln.strip() in verbatim]
+        assert not [ln for ln in sk.text.splitlines()[1:]
+                    if ln.strip() and ln.strip() not in ("...", "}", "};") and ln.strip() in verbatim]
     for n, text in shown:
         assert text == lines_of(source, n, n)[0], f"line {n} is not verbatim"
     have = set(numbers)
@@ -157,16 +158,34 @@ def test_typescript_method_with_import_type(ts_retriever, budget):
           other_bodies=others, budget=budget)
 
 
-def test_a_multi_line_import_contributes_only_the_lines_it_needs():
+def test_a_short_parenthesised_import_is_shown_whole():
+    """Issue 37, item 6: a multi-line import is shown so that it parses; a short one whole, under one marker."""
     src = ("from collections import (\n    OrderedDict,\n    defaultdict,\n    namedtuple,\n)\n\n\n"
            "def group(pairs):\n    out = defaultdict(list)\n    for k, v in pairs:\n        out[k].append(v)\n"
            "    return out\n")
     r = CodeRetriever(k=1, max_context_tokens=200)
     r.index_texts({"g.py": src})
     res = r.retrieve("group pairs by key into lists")
-    have = {n for n, _ in shown_lines(res)}
-    assert {1, 3} <= have and not {2, 4} & have  # `from collections import (` and `defaultdict,` only
-    assert re.search(r"# g.py:1-1\nfrom collections import \(\n# g.py:3-3\n    defaultdict,\n", res.context)
+    assert res.context.startswith("# g.py:1-5\nfrom collections import (\n    OrderedDict,\n    defaultdict,\n"
+                                  "    namedtuple,\n)\n# g.py:8-12\ndef group(pairs):\n")
+
+
+def test_a_long_parenthesised_import_is_shown_by_its_head_the_names_used_and_its_closing_line():
+    """Issue 37, item 6: of a long import, the head, the lines naming what the hit uses and the closing line, under
+    one marker: what is shown parses and says where the names come from."""
+    names = ["ChainMap", "Counter", "OrderedDict", "UserDict", "UserList", "UserString", "defaultdict", "deque",
+             "namedtuple", "abc"]
+    src = ("from collections import (\n" + "".join(f"    {n},\n" for n in names) + ")\n\n\n"
+           "def group(pairs):\n    out = defaultdict(list)\n    for k, v in pairs:\n        out[k].append(v)\n"
+           "    return Counter(out)\n")
+    r = CodeRetriever(k=1, max_context_tokens=200)
+    r.index_texts({"g.py": src})
+    res = r.retrieve("group pairs by key into lists")
+    excerpt = "from collections import (\n    Counter,\n    defaultdict,\n)\n"
+    assert res.context.startswith(f"# g.py:1-12 (excerpt)\n{excerpt}# g.py:15-19\ndef group(pairs):\n")
+    compile(excerpt, "g.py", "exec")
+    [piece] = [p for p in res.pieces if p.kind == "excerpt"]
+    assert (piece.start_line, piece.end_line) == (1, 12)
 
 
 def test_a_split_class_method_is_not_repeated_by_its_skeleton():
@@ -177,3 +196,48 @@ def test_a_split_class_method_is_not_repeated_by_its_skeleton():
     skel = next(p for p in res.pieces if p.kind == "skeleton")
     assert "def cancel(self, event):" not in skel.text  # shown whole, not again in the skeleton
     assert "def enterabs(self, time, priority, action, argument=(), kwargs=_sentinel):" in skel.text
+
+
+RETRY_PY = '''\
+MAX_SAFE_TIMEOUT = 2_147_483_647
+
+
+class Reply:
+    def retry(self, fn):
+        """Send the request, retrying on failure as the retry options allow."""
+        try:
+            return fn()
+        except Exception as error:
+            if not self.should_retry(error):
+                raise
+            self.retry_count += 1
+            ms = self.calculate_delay()
+            if ms > MAX_SAFE_TIMEOUT:
+                raise RangeError(f"The retry delay {ms} s is over {MAX_SAFE_TIMEOUT} s")
+            delay(ms)
+            for hook in self.hooks.before_request:
+                hook(self.request)
+            return self.retry(fn)
+
+    def close(self):
+        self.closed = True
+'''
+
+
+def test_a_piece_of_a_split_method_says_that_it_continues():
+    """Issue 37: a piece of a split method ended with no sign that it goes on. Its marker now says where the
+    method ends (the span's text is unchanged); once the method is shown whole, the note goes."""
+    r = CodeRetriever(max_tokens=60, k=1)
+    r.index_texts({"reply.py": RETRY_PY})
+    query = "retry delay over MAX_SAFE_TIMEOUT RangeError"
+    end = _line(RETRY_PY, "return self.retry(fn)")
+    res = r.retrieve(query, max_context_tokens=150)
+    hit = res.hits[0].span
+    assert hit.metadata.get("split") and hit.end_line < end
+    [piece] = [p for p in res.pieces if p.kind == "hit"]
+    assert piece.continues == end and not piece.truncated
+    assert f"# reply.py:{piece.start_line}-{piece.end_line} (continues)\n" in res.context
+    assert hit.text in res.context and "(continues" not in hit.text
+    whole = r.retrieve(query, max_context_tokens=600)
+    assert all(p.continues is None for p in whole.pieces) and "(continues" not in whole.context
+    assert "".join(lines_of(RETRY_PY, _line(RETRY_PY, "def retry"), end)) in whole.context

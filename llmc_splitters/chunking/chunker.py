@@ -7,6 +7,7 @@ definitions of :mod:`.definitions`), merges them into leaves (:mod:`.packing`), 
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 
@@ -22,6 +23,7 @@ from .languages import LanguageSpec, get_spec
 from .notebook import notebook_tree
 from .overlap import add_overlap
 from .packing import merge
+from .recovery import CUT_AFTER_BLANK, CUT_ANY, error_offsets, recovery_cut
 from .span import Span, SpanTree
 from .tokens import Tokenizer, resolve_tokenizer
 from .units import Leaf, Scope
@@ -30,12 +32,11 @@ from .units import Leaf, Scope
 # about 45 times the size of its source in memory (a 5 MB file's tree, 230 MB).
 _WINDOW_BYTES = 1 << 20
 _WINDOW_GROWTH = 4
-# Likely top-level boundaries: a line at column 0 that does not close a bracket, continue a statement or start with
-# `#` (a comment may sit at column 0 inside a Python block, a directive inside a C function), after a blank line
-# when there is one within a window's size.
-_CUT = rb"\n(?=[^\s)\]}#])(?!(?:else|elif|elsif|except|finally|catch|rescue|ensure|end)\b)"
-_CUT_AFTER_BLANK = re.compile(rb"\n[ \t\r\f\v]*" + _CUT)
-_CUT_ANY = re.compile(_CUT)
+# After a syntax error that swallows the rest of a file, the parse restarts at the next definition (see _Run._recover),
+# until the bytes parsed again add up to this many times the file's size.
+_RECOVERY_PARSES = 8
+# Lines of syntax errors listed in a file span's metadata.
+_LISTED_ERRORS = 100
 _UNSAFE_FOR_PARSER = re.compile("[\ud800-\udfff\U000e0000-\U0010ffff]")
 
 
@@ -75,7 +76,12 @@ class ASTChunker:
             brackets) is chunked without queries, which would take quadratic time on it
             (``metadata["degraded"] == "wide_error"``). A code file over 1 MB is parsed and chunked in windows cut
             at top-level boundaries, one syntax tree at a time, which bounds memory (the file span records
-            ``metadata["windows"]``).
+            ``metadata["windows"]``). A syntax error that swallows the rest of the file (tree-sitter reads it all as
+            one ERROR node) ends the parse before the next top-level definition, and the parse starts again from there
+            (:mod:`llmc_splitters.chunking.recovery`): the definitions after it keep their names. The file span
+            lists the lines of its syntax errors in ``metadata["parse_errors"]`` and those where the parse started
+            again in ``metadata["parse_resumed"]``; each leaf that holds an error lists its lines in
+            ``metadata["parse_errors"]``.
         errors: Decoding policy for ``bytes`` input: ``"fallback"`` (UTF-8, else cp1252/Latin-1, recorded in
             metadata) or ``"strict"`` (raise :class:`UndecodableInputError`). See :mod:`llmc_splitters.chunking.inputs`.
         analyze: Also record what retrieval needs, from the same parse: the file span's ``imports`` and
@@ -206,6 +212,9 @@ class _Run:
         parse_data = _UNSAFE_FOR_PARSER.sub(_safe_char, text).encode("utf-8") if _may_be_unsafe(self.data) \
             and _UNSAFE_FOR_PARSER.search(text) else self.data
         self.engine = Engine(parse_data, self.budget, self.tok, source=self.data)
+        self.errors: list[int] = []  # where the syntax errors are (byte offsets)
+        self.resumed: list[int] = []  # where the parse restarted after one
+        self.reparsed = 0  # bytes parsed again by those restarts
         self.labels = Labeler(self.engine, spec, self.budget)
 
     # ------------------------------------------------------------------
@@ -231,25 +240,37 @@ class _Run:
         leaves = []
         lo = windows = 0
         while lo < len(eng.data):
-            lo = self._window(root_scope, lo, leaves)
-            windows += 1
+            lo, resumed = self._window(root_scope, lo, leaves)
+            windows += not resumed
         if eng.wide_error:
             root_scope.meta["degraded"] = "wide_error"
         if windows > 1:
             root_scope.meta["windows"] = windows
+        if self.errors:
+            root_scope.meta["parse_errors"] = self._lines(self.errors[:_LISTED_ERRORS])
+        if self.resumed:
+            root_scope.meta["parse_resumed"] = self._lines(self.resumed)
         return self._assemble(root_scope, leaves, eng.scopes)
 
-    def _window(self, root_scope: Scope, lo: int, leaves: list[Leaf]) -> int:
+    def _window(self, root_scope: Scope, lo: int, leaves: list[Leaf]) -> tuple[int, bool]:
         """Parse and chunk the window of the file that starts at ``lo`` (the whole file unless it is a big code
-        file, see :data:`_WINDOW_BYTES`), append its leaves to ``leaves`` and return where it ends.
+        file, see :data:`_WINDOW_BYTES`), append its leaves to ``leaves`` and return where it ends, and whether it
+        ends there because the parse restarts after a syntax error (:meth:`_recover`).
 
         Everything that reads syntax nodes (labels, analysis, the signatures of split definitions) is done here,
         and then every reference to a node is dropped, so that the window's tree is freed before the next parse.
         """
         eng = self.engine
         tree, hi = self._parse_window(lo)
+        tree, cut = self._recover(tree, lo, hi)
+        if cut is not None:
+            hi = cut
+        errors = error_offsets(tree.root_node)
+        self.errors.extend(errors)
         scopes, defs = len(eng.scopes), len(eng.all_defs)
         window = merge(eng.run(tree.root_node, self.spec, root_scope, lo, hi), eng.data, eng)
+        if errors:
+            self._mark_errors(window, errors)
         self.labels.label(window)
         if self.chunker.analyze and self.spec.root_kind == "module" and not eng.wide_error:
             self._analyze(tree.root_node, root_scope, window, eng.scopes[scopes:], first=lo == 0)
@@ -265,7 +286,51 @@ class _Run:
         for leaf in window:
             leaf.units = []
         leaves.extend(window)
-        return hi
+        return hi, cut is not None
+
+    def _recover(self, tree: Any, lo: int, hi: int) -> tuple[Any, int | None]:
+        """The tree of the window ``[lo, hi)``, ended before the definition where the parse restarts when a syntax
+        error swallows what follows it (:func:`~llmc_splitters.chunking.recovery.recovery_cut`), and that cut.
+
+        Each restart parses again the window's bytes (the head here, the rest as the next window), and the probes
+        that look for it parse at most as much; restarts stop once that has cost :data:`_RECOVERY_PARSES` times the
+        file's size.
+        """
+        data, grammar = self.engine.data, self.spec.grammar
+        if not tree.root_node.has_error or self.spec.prose or self.engine.wide_error or \
+                self.reparsed + (hi - lo) > _RECOVERY_PARSES * len(data):
+            return tree, None
+        cut, probed = recovery_cut(tree.root_node, data, self.spec, lo, hi,
+                                   lambda a, b: parse(data, grammar, (a, b)).root_node, hi - lo)
+        self.reparsed += probed
+        if cut is None:
+            return tree, None
+        del tree  # freed before the head is parsed again
+        self.reparsed += hi - lo
+        self.resumed.append(cut)
+        return parse(data, grammar, (lo, cut)), cut
+
+    def _mark_errors(self, window: list[Leaf], errors: list[int]) -> None:
+        """``parse_errors`` (the lines of its syntax errors) in the metadata of each leaf that holds one."""
+        starts = [leaf.start for leaf in window]
+        by_leaf: dict[int, list[int]] = {}
+        for pos in errors:
+            by_leaf.setdefault(max(bisect.bisect_right(starts, pos) - 1, 0), []).append(pos)
+        for i, positions in by_leaf.items():
+            window[i].meta["parse_errors"] = self._lines(positions)
+
+    def _lines(self, offsets: list[int]) -> list[int]:
+        """The distinct 1-based lines of byte ``offsets``, in file order (the file's newlines counted once)."""
+        data = self.engine.data
+        lines: list[int] = []
+        line = 1
+        pos = 0
+        for off in sorted(offsets):
+            line += data.count(b"\n", pos, off)
+            pos = off
+            if not lines or lines[-1] != line:
+                lines.append(line)
+        return lines
 
     def _parse_window(self, lo: int) -> tuple[Any, int]:
         """The tree of the window that starts at ``lo``, and where the window ends.
@@ -279,8 +344,8 @@ class _Run:
         right above a cut (no blank line between) stay with the code below it.
         """
         data, grammar, attach = self.engine.data, self.spec.grammar, self.spec.attach_forward
-        if len(data) <= _WINDOW_BYTES or self.spec.prose:
-            return parse(data, grammar), len(data)
+        if len(data) - lo <= _WINDOW_BYTES or self.spec.prose:
+            return parse(data, grammar, (lo, len(data)) if lo else None), len(data)
         size = _WINDOW_BYTES
         while True:
             hi = _next_cut(data, lo + size)
@@ -353,7 +418,7 @@ class _Run:
 
 def _next_cut(data: bytes, pos: int) -> int:
     """The first likely top-level boundary after ``pos`` (the end of ``data`` when there is none)."""
-    m = _CUT_AFTER_BLANK.search(data, pos, pos + _WINDOW_BYTES) or _CUT_ANY.search(data, pos)
+    m = CUT_AFTER_BLANK.search(data, pos, pos + _WINDOW_BYTES) or CUT_ANY.search(data, pos)
     return m.end() if m else len(data)
 
 

@@ -3,7 +3,8 @@
 The language's tags-style query finds them (``@definition.<kind>`` with its ``@name``; ``@wrapper`` around an
 ``@inner`` definition for decorators and ``export``; ``@import`` for import statements). A language without a query,
 or a tree whose syntax errors would make queries slow (:func:`wide_error`), is searched by node kind instead. The
-nesting of definitions gives qualified names (``Client.send``) and makes a function inside a class a method.
+nesting of definitions gives qualified names (``Client.send``) and makes a function inside a class a method; so does
+a receiver (Go's ``func (p *Program) eventLoop()`` is the method ``Program.eventLoop``).
 Pure functions over a tree and the bytes it was parsed from.
 """
 
@@ -121,7 +122,12 @@ def _generic_defs(root: Any, defs: dict[int, DefInfo], data: bytes) -> None:
                             None,
                         )
                     if name_node is not None:
-                        defs[node.id] = _info(kind, _node_name(name_node, data), node)
+                        info = _info(kind, _node_name(name_node, data), node)
+                        owner = _receiver_type(node, data)
+                        if owner is not None:
+                            # A method declared outside its type (Go's `func (p *Program) eventLoop()`).
+                            info.kind, info.qname = "method", f"{owner}.{info.name}"
+                        defs[node.id] = info
             if cursor.goto_first_child():
                 continue
             visited_children = True
@@ -129,6 +135,19 @@ def _generic_defs(root: Any, defs: dict[int, DefInfo], data: bytes) -> None:
             visited_children = False
         elif not cursor.goto_parent():
             break
+
+
+def _receiver_type(node: Any, data: bytes) -> str | None:
+    """The type named by a definition's ``receiver`` field (``Program`` in ``func (p *Program[T]) run()``), or
+    ``None`` when it has none."""
+    receiver = node.child_by_field_name("receiver")
+    stack = [receiver] if receiver is not None else []
+    while stack:
+        n = stack.pop()
+        if n.type.endswith("type_identifier"):
+            return _node_name(n, data)
+        stack.extend(reversed(n.named_children))
+    return None
 
 
 def _qualify(defs: dict[int, DefInfo], sep: str) -> list[DefInfo]:

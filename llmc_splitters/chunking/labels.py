@@ -196,10 +196,12 @@ class Labeler:
                 chain.append(s)
             s = s.parent
         chain.reverse()
-        crumbs = [sc.info.name for sc in chain if sc.info is not None]
+        infos = [sc.info for sc in chain if sc.info is not None]
         first = leaf.units[0] if leaf.units else None
         if first is not None and first.role == "def" and first.info is not None:
-            crumbs.append(first.info.name)
+            infos.append(first.info)
+        # The outermost by its qualified name: what qualifies it is outside the chain (Go's receiver type).
+        crumbs = [info.qname if k == 0 else info.name for k, info in enumerate(infos)]
         if crumbs:
             leaf.meta["breadcrumb"] = " > ".join(crumbs)
         sigs = []

@@ -299,6 +299,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         "skipped_paths": [{"path": sk.path, "kind": sk.kind, "reason": sk.detail} for sk in walked.skipped],
         "failed_paths": dict(sorted(total.failed.items())),
         "split_notes": dict(sorted(total.split.items())),
+        "parse_errors": dict(sorted(total.parse_errors.items())),
         "added_paths": total.added,
         "updated_paths": total.updated,
         "removed_paths": total.removed,
@@ -389,6 +390,9 @@ def _watch_tree(index: Any, root: Path, options: Any, *, as_json: bool) -> ExitC
     return ExitCode.OK
 
 
+# Files with syntax errors listed in the summary (all of them in --json and the last run's record).
+_LISTED_ERRORS = 10
+
 _KIND_LABELS = {
     "unsupported": "not an indexed file type",
     "skip_dir": "vendored, build, cache or VCS directories",
@@ -437,6 +441,12 @@ def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, lis
     )
     for path, how in summary["split_notes"].items():
         out.append(f"  split      {path}: {how}")
+    errors = list(summary["parse_errors"].items())
+    for path, where in errors[:_LISTED_ERRORS]:
+        out.append(f"  syntax     {path}: {where}")
+    if len(errors) > _LISTED_ERRORS:
+        where = f"{summary['db']}/{LAST_RUN}" if summary["db"] else "--json"
+        out.append(f"  syntax     {len(errors) - _LISTED_ERRORS} more files with syntax errors: {where}")
     for path, why in summary["failed_paths"].items():
         out.append(f"  FAILED     {path}: {why}")
     out.append(f"  skipped    {summary['skipped']} paths" + (":" if skipped else ""))

@@ -14,13 +14,17 @@ from .._faces import (
     DEFAULT_HEADER_RESERVE,
     Intake,
     check_on_unsupported,
+    check_overlap,
     chunk_budget,
     document_language,
     first_path,
+    fitting_tail,
     forced_language,
     framework_metadata,
     framework_text,
+    overlap_reserve,
     resolve_size,
+    with_overlap,
 )
 from ..errors import ConfigurationError, checked_arguments, missing_dependency
 
@@ -32,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 
 from ..chunking.chunker import ASTChunker
 from ..chunking.headers import with_header
-from ..chunking.span import Span
+from ..chunking.span import Span, SpanTree
 from ..chunking.tokens import Tokenizer, resolve_tokenizer
 
 __all__ = ["PATH_KEYS", "CodeTextSplitter"]
@@ -51,8 +55,8 @@ class CodeTextSplitter(TextSplitter):
 
     A drop-in for ``RecursiveCharacterTextSplitter.from_language(...)``: every function, class or method that fits
     ``chunk_size`` tokens is one chunk; a bigger one is split only along its own statements, never in the middle of
-    a line unless one line alone is too big. Chunks never overlap and never lose text: with the default settings
-    ``page_content`` is the source verbatim and ``metadata["start_index"]`` locates it exactly.
+    a line unless one line alone is too big. Chunks never lose text, and code never overlaps: with the default
+    settings ``page_content`` is the source verbatim and ``metadata["start_index"]`` locates it exactly.
 
     Each document is treated as at every other door (:func:`~llmc_splitters.chunking.dispatch.classify`): the
     language is ``language=`` when given, otherwise detected from ``metadata["language"]`` (as LangChain's
@@ -90,7 +94,14 @@ class CodeTextSplitter(TextSplitter):
     Args:
         chunk_size: Token budget per chunk (LangChain's name). With ``context_header=True`` it bounds the whole
             ``page_content``, header included.
-        chunk_overlap: Must be 0: spans tile the file and never overlap (present for LangChain compatibility).
+        chunk_overlap: Tokens (default 0), as for :class:`~llmc_splitters.llama_index.CodeNodeParser`: code never
+            overlaps (a piece of a split definition is located by its ``symbol``, ``breadcrumb`` and context header
+            instead). Where prose had to be split (the pieces of a long Markdown section, plain text), each piece's
+            ``page_content`` starts with the tail of the piece before it, about ``chunk_overlap`` tokens cut at a
+            sentence or word (after the context header, if any); ``start_index``/``start_line`` locate the source
+            text that follows it. Prose documents are cut ``chunk_overlap`` tokens smaller so that it fits
+            ``chunk_size`` (a tail that still does not fit is shortened at a word, then dropped). At most
+            ``chunk_size / 2``.
         max_tokens: The same setting as ``chunk_size`` under the chunker's name; give one or the other.
         tokenizer: ``None`` (tiktoken cl100k, works offline), an encoding name, a ``tiktoken.Encoding``, a
             HuggingFace tokenizer, or any ``Callable[[str], int]``.
@@ -143,12 +154,7 @@ class CodeTextSplitter(TextSplitter):
     ) -> None:
         size = resolve_size(chunk_size, max_tokens)
         self._on_unsupported = check_on_unsupported(on_unsupported)
-        if chunk_overlap != 0:
-            msg = (
-                f"chunk_overlap must be 0 for CodeTextSplitter, got {chunk_overlap!r}: chunks are syntax-aligned "
-                "spans that tile the file; for surrounding context use context_header=True or CodeParentRetriever"
-            )
-            raise ConfigurationError(msg)
+        check_overlap(chunk_overlap, size)
         if tokenizer is not None and length_function is not None:
             msg = "give tokenizer= or length_function=, not both"
             raise ConfigurationError(msg)
@@ -157,7 +163,7 @@ class CodeTextSplitter(TextSplitter):
         tok: Tokenizer = resolve_tokenizer(tokenizer if tokenizer is not None else length_function)
         super().__init__(
             chunk_size=size,
-            chunk_overlap=0,
+            chunk_overlap=chunk_overlap,
             length_function=tok.count,
             keep_separator=keep_separator,
             add_start_index=add_start_index,
@@ -167,7 +173,9 @@ class CodeTextSplitter(TextSplitter):
         self._language = lang
         self._context_header = bool(context_header)
         self._header_reserve = header_reserve
-        self._chunker = ASTChunker(max_tokens=budget, tokenizer=tok)
+        self._budget = budget
+        # Overlap is added per document (with_overlap), in tokens of chunk_overlap; prose is cut smaller for it.
+        self._chunkers = {budget: ASTChunker(max_tokens=budget, tokenizer=tok, overlap=0)}
 
     # ------------------------------------------------------------------ settings
     @property
@@ -196,9 +204,24 @@ class CodeTextSplitter(TextSplitter):
         return self._tokenizer
 
     @property
+    def chunk_overlap(self) -> int:
+        """Tokens of the piece before repeated at the start of a piece of split prose (code never overlaps)."""
+        return self._chunk_overlap
+
+    @property
     def chunker(self) -> ASTChunker:
-        """The underlying :class:`~llmc_splitters.ASTChunker`."""
-        return self._chunker
+        """The underlying :class:`~llmc_splitters.ASTChunker` (of code; prose is cut ``chunk_overlap`` tokens
+        smaller)."""
+        return self._chunkers[self._budget]
+
+    def _chunker_for(self, language: str, text: str) -> ASTChunker:
+        """The chunker of a document in ``language``: smaller by the overlap for prose."""
+        del text
+        budget = max(1, self._budget - overlap_reserve(self._chunk_overlap, language))
+        chunker = self._chunkers.get(budget)
+        if chunker is None:
+            chunker = self._chunkers[budget] = ASTChunker(max_tokens=budget, tokenizer=self._tokenizer, overlap=0)
+        return chunker
 
     def __repr__(self) -> str:
         return (
@@ -265,10 +288,11 @@ class CodeTextSplitter(TextSplitter):
 
     def _documents(self, intake: Intake, index: int, text: str, metadata: Mapping[str, Any]) -> Iterable[Document]:
         path = path_of(metadata)
-        tree = intake.chunk(self._chunker, text, path=path, metadata=metadata, language=self._language, index=index)
+        tree = intake.chunk(self._chunker_for, text, path=path, metadata=metadata, language=self._language,
+                            index=index)
         if tree is None:
             return
-        for span in tree.leaves:
+        for span in self._overlapped(tree).leaves:
             rendered = self._render(span)
             if rendered is None:
                 continue
@@ -280,6 +304,13 @@ class CodeTextSplitter(TextSplitter):
             content, restore = framework_text(content)
             meta.update(restore)
             yield Document(page_content=content, metadata=framework_metadata(meta))
+
+    def _overlapped(self, tree: SpanTree) -> SpanTree:
+        """``tree`` with ``chunk_overlap`` tokens of overlap on its split prose (see ``chunk_overlap``)."""
+        if not self._chunk_overlap:
+            return tree
+        budget = max(1, self._budget - overlap_reserve(self._chunk_overlap, tree.root.language))
+        return with_overlap(tree, self._chunk_overlap, budget, self._tokenizer)
 
     def _render(self, span: Span) -> tuple[str, dict[str, Any]] | None:
         """``page_content`` and metadata of one leaf, or ``None`` for a whitespace-only leaf."""
@@ -311,6 +342,12 @@ class CodeTextSplitter(TextSplitter):
                 # Stripping can change the tokens at the join; keep the header only if the total still fits.
                 if not stripped_any or self._tokenizer.count(candidate) <= self._chunk_size:
                     content = candidate
+        overlap = span.metadata.get("overlap") if self._chunk_overlap else None
+        if overlap:
+            at = len(content) - len(body)  # after the header, if any
+            tail = fitting_tail(overlap, lambda t: self._tokenizer.count(content[:at] + t + body) <= self._chunk_size)
+            if tail:
+                content = content[:at] + tail + body
         if not self._add_start_index:
             meta.pop("start_index", None)
             meta.pop("end_index", None)

@@ -6,7 +6,6 @@ Importing this module imports ``llama_index.core``; that import is the opt-in to
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Dict, List, Literal, Optional
 
@@ -15,12 +14,16 @@ from .._faces import (
     DEFAULT_HEADER_RESERVE,
     Intake,
     check_on_unsupported,
+    check_overlap,
     chunk_budget,
     document_language,
     first_path,
+    fitting_tail,
     forced_language,
     framework_metadata,
+    overlap_reserve,
     resolve_size,
+    with_overlap,
 )
 from ..chunking.dispatch import document_trees
 from ..errors import ConfigurationError, checked_arguments, missing_dependency
@@ -44,7 +47,6 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 
 from ..chunking.chunker import ASTChunker
 from ..chunking.headers import context_header
-from ..chunking.overlap import PROSE_LANGUAGES, add_overlap
 from ..chunking.span import Span, SpanTree
 from ..chunking.tokens import TiktokenTokenizer, Tokenizer, resolve_tokenizer
 from .nodes import node_id, related, text_node
@@ -59,8 +61,6 @@ _VIEWS = (MetadataMode.EMBED, MetadataMode.LLM)
 # The symbol a document's budget is first estimated with: a qualified name of typical length (a longer one cuts the
 # document again; with this one, the standard library's json and email packages are cut once each).
 _TYPICAL_SYMBOL = "Client._send_request"
-# Where a tail of the overlap may start: after whitespace, at a word.
-_WORD_START = re.compile(r"[ \t\n]+(?=\S)")
 
 
 def path_of(metadata: Mapping[str, Any]) -> str | None:
@@ -274,12 +274,7 @@ class CodeNodeParser(NodeParser):
         size = resolve_size(chunk_size, max_tokens)
         check_on_unsupported(on_unsupported)
         chunk_budget(size, header_reserve, context_header)
-        if isinstance(chunk_overlap, bool) or not isinstance(chunk_overlap, int) or not 0 <= 2 * chunk_overlap < size:
-            msg = (
-                f"chunk_overlap must be an integer with 0 <= chunk_overlap < chunk_size / 2 ({size / 2:g}), got "
-                f"{chunk_overlap!r}; code never overlaps, only split prose does"
-            )
-            raise ConfigurationError(msg)
+        check_overlap(chunk_overlap, size)
         lang = forced_language(language)
         label, tok = _tokenizer_setting(tokenizer)
         id_func = _id_func_setting(id_func)
@@ -356,7 +351,7 @@ class CodeNodeParser(NodeParser):
 
     def _chunker_at(self, budget: int) -> ASTChunker:
         chunker = self._chunkers.get(budget)
-        if chunker is None:  # overlap is added per document (add_overlap), in tokens of chunk_overlap
+        if chunker is None:  # overlap is added per document (with_overlap), in tokens of chunk_overlap
             chunker = self._chunkers[budget] = ASTChunker(max_tokens=budget, tokenizer=self.resolved_tokenizer,
                                                           overlap=0)
         return chunker
@@ -417,8 +412,7 @@ class CodeNodeParser(NodeParser):
             reserve = 0
             if self.include_metadata:
                 reserve = self._metadata_tokens(node, metadata, source, path, language, text)
-            if self.chunk_overlap and language in (*PROSE_LANGUAGES, "notebook"):
-                reserve += self.chunk_overlap
+            reserve += overlap_reserve(self.chunk_overlap, language)
             crowded = nominal - reserve < floor
             budget = max(floor, nominal - reserve)
             return self._chunker_at(budget)
@@ -439,9 +433,7 @@ class CodeNodeParser(NodeParser):
 
     def _overlapped(self, tree: SpanTree, budget: int) -> SpanTree:
         """``tree`` with ``chunk_overlap`` tokens of overlap on its split prose (see the class docstring)."""
-        if not self.chunk_overlap:
-            return tree
-        return add_overlap(tree, self.chunk_overlap / budget, budget, self.resolved_tokenizer)
+        return with_overlap(tree, self.chunk_overlap, budget, self.resolved_tokenizer)
 
     def _metadata_tokens(self, node: BaseNode, metadata: Mapping[str, Any], source: RelatedNodeInfo,
                          path: Optional[str], language: str, text: str) -> int:
@@ -511,17 +503,9 @@ class CodeNodeParser(NodeParser):
                 lines.pop()
         overlap = span.metadata.get("overlap") if self.chunk_overlap else None
         if overlap:
-            # The longest word-aligned tail that fits: bisect over word starts (a later start is a shorter tail).
-            starts = [0, *(m.end() for m in _WORD_START.finditer(overlap))]
-            lo, hi = -1, len(starts)  # starts[hi:] fit; starts[:lo + 1] do not
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if self._fits_with(text_node, "overlap", overlap[starts[mid] :]):
-                    hi = mid
-                else:
-                    lo = mid
-            if hi < len(starts):
-                self._fits_with(text_node, "overlap", overlap[starts[hi] :])
+            tail = fitting_tail(overlap, lambda t: self._fits_with(text_node, "overlap", t))
+            if tail is not None:
+                self._fits_with(text_node, "overlap", tail)
         return over
 
     def _fits_with(self, text_node: TextNode, key: str, value: str) -> bool:

@@ -87,6 +87,11 @@ def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], con
                          fill=fill)
             reply, total = render(exp, listed)
             if total <= budget:
+                taken = [i for i in range(listed) if (i, "hit") not in exp.dropped]
+                if fill and taken and taken[-1] + 1 < listed:
+                    # The room given back for the overshoot left the last candidates out: list up to the last
+                    # hit taken (the same context, a shorter list).
+                    reply, total = render(exp, taken[-1] + 1)
                 if (0, "hit") not in exp.dropped:
                     return reply
                 fallback = fallback or reply

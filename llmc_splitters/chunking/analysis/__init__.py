@@ -20,6 +20,7 @@ Each pass has a module of its own; every name imports from here too.
     * :func:`header_end` - where a class/function header ends (the ``class A(B):`` line), for a one-line context.
     * :func:`body_placeholder` - what stands for an elided body (``...`` in Python).
     * :func:`skeleton_entries` - a skeleton's header, members (each whole) and closing line.
+    * :func:`skeleton_for` - a skeleton cut down to the members a piece of code reaches, still balanced.
 
 What they share (a node's text, line bounds, unwrapping decorators and ``export``, a tree walk) is in
 :mod:`._syntax`.
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 from .bindings import ImportInfo, file_imports, module_names
 from .references import identifiers, references
-from .skeletons import SkeletonEntry, body_placeholder, header_end, skeleton, skeleton_entries
+from .skeletons import SkeletonEntry, body_placeholder, header_end, skeleton, skeleton_entries, skeleton_for
 
 # Private names read from here today: a Python module's docstring node (the chunker, retrieval.records) and the
 # compiled-query cache (the thread tests start from cold caches).
@@ -59,4 +60,5 @@ __all__ = [
     "body_placeholder",
     "SkeletonEntry",
     "skeleton_entries",
+    "skeleton_for",
 ]

@@ -6,6 +6,8 @@
 * :func:`body_placeholder` - the text that stands for an elided body in a language.
 * :func:`skeleton_entries` - a skeleton's lines grouped into its header, its members (each whole: a multi-line
   signature, its doc line, its decorators) and its closing line, for a reader that leaves members out.
+* :func:`skeleton_for` - a skeleton cut down to the members a piece of code reaches (``this.retry(...)``), still
+  balanced.
 
 Python and JavaScript/TypeScript get their own renderings; any other grammar gets a generic one (the node's text
 with the body of every function-like descendant elided).
@@ -445,6 +447,44 @@ def skeleton_entries(text: str) -> list[SkeletonEntry]:
             i += 1
         out.append(SkeletonEntry("member", tuple(entry), tuple(signature)))
     return out
+
+
+# What may come before a member's name on its signature line: modifiers (TS/JS, Python's `def`), a generator's `*`.
+_MEMBER_NAME = re.compile(
+    r"(?:(?:export|default|public|private|protected|static|readonly|abstract|override|declare|async|get|set|accessor"
+    r"|def|class)\s+)*[*#]?\s*([A-Za-z_$][\w$]*)"
+)
+# Names a piece of code reaches through an attribute: `this.retry(...)`, `self.calculate_delay()`, `this.#count`.
+_ATTRIBUTE = re.compile(r"\.\s*#?([A-Za-z_$][\w$]*)")
+# ... and through the instance itself (`this.baseUrl`, `self.hooks`): one no member declares is set in the constructor.
+_OWN_ATTRIBUTE = re.compile(r"\b(?:this|self)\s*\.\s*#?([A-Za-z_$][\w$]*)")
+_CONSTRUCTORS = frozenset({"constructor", "__init__"})
+
+
+def member_name(entry: SkeletonEntry) -> str | None:
+    """The name a skeleton member defines (``calculateDelay`` for ``protected calculateDelay(): number { … }``,
+    ``retry_count`` for ``retry_count: int = 0``), or ``None``."""
+    if entry.role != "member" or not entry.signature:
+        return None
+    m = _MEMBER_NAME.match(entry.signature[0])
+    return m.group(1) if m else None
+
+
+def skeleton_for(text: str, code: str) -> str | None:
+    """A skeleton cut down to what ``code`` (a method of the class, shown beside it) reaches through an attribute
+    (``this.retry(...)``, ``self.hooks``): the header, those members whole (signature, doc line, decorators,
+    placeholder) and the closing line, so that it stays balanced code. When ``code`` reaches an attribute of the
+    instance (``this.x``, ``self.x``) that no member declares, the constructor is kept too (where ``this.x``/``self.x`` is set, or declared as a parameter
+    property). ``None`` when it would hold no member and has no closing line (a Python header alone says no more
+    than the header line)."""
+    used = set(_ATTRIBUTE.findall(code))
+    entries = skeleton_entries(text)
+    if set(_OWN_ATTRIBUTE.findall(code)) - {member_name(e) for e in entries}:
+        used |= _CONSTRUCTORS
+    kept = [e for e in entries if e.role in ("header", "close") or e.role == "member" and member_name(e) in used]
+    if not any(e.role == "member" for e in kept) and not any(e.role == "close" for e in kept):
+        return None
+    return "".join(line for e in kept for line in e.lines)
 
 
 def skeleton(node: Node, data: bytes, language: str | None) -> str:

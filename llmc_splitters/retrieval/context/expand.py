@@ -19,7 +19,9 @@ The budget is spent in this order, every step in rank order over the hits:
    module-level binding lines the core uses, in file order, then, for a notebook cell, its neighbouring cells (the
    markdown cell that explains a code cell, the code cell a markdown cell introduces). In fill mode a hit that
    cannot have them all is taken without its neighbouring cells, else alone.
-3. **Skeletons.** The skeleton of the innermost enclosing class (signatures only, bodies elided).
+3. **Skeletons.** The skeleton of the innermost enclosing class (signatures only, bodies elided); when it does not
+   fit, the same cut down to the members the core reaches (``this.retry(...)``, ``self.hooks``) between the header
+   and the closing line, so that a TypeScript method's class is shown closed.
 4. **Whole scopes.** A zoomed hit whole, then the enclosing scopes whole while they fit (a scope present verbatim
    makes its skeleton redundant: the skeleton is dropped from the render, and its cost with it).
 
@@ -28,7 +30,10 @@ A candidate that would push the *rendered* context over ``max_context_tokens`` i
 rendered file by file (files in order of their best hit; the cells of a notebook shown for one hit in notebook order),
 in file order within a file, each preceded by a ``# path:start-end`` marker (1-based, inclusive lines). A skeleton is marked ``# path:start-end (skeleton)``; its text
 is not a verbatim slice, and its lines that are already in the context verbatim (a header, a method shown whole)
-are left out of it: no line appears twice. The result is never over budget.
+are left out of it: no line appears twice. A long import or constant is an *excerpt*, ``# path:start-end
+(excerpt)``: its head, the lines that name what the hits use and its closing line, so that what is shown parses.
+A piece of a function, method or section that goes on past it is marked ``# path:start-end (continues)`` (the
+span's text is unchanged; :attr:`Piece.continues` holds the definition's last line). The result is never over budget.
 
 Example:
     >>> from llmc_splitters.retrieval.context.expand import Snippet, expand
@@ -43,7 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ...errors import ConfigurationError
-from .render import Piece, Scope, Snippet, _Cand, _PartSums, _render, _Whole, render_marker
+from .render import Piece, Scope, Snippet, _Cand, _PartSums, _render, _Whole, called_skeleton, render_marker
 
 __all__ = ["DEFAULT_MARKER", "Snippet", "Scope", "Part", "HitContext", "Piece", "Expansion", "expand",
            "render_marker"]
@@ -122,6 +127,24 @@ class Expansion:
     cores: tuple[tuple[int, int, int, bool], ...] = field(default=())
 
 
+# The kinds of definition whose piece says that it goes on (a class is shown by its skeleton instead).
+_CONTINUED_KINDS = frozenset({"function", "method", "section"})
+
+
+def _continuation(h: HitContext, core: Snippet, part: Part | None) -> tuple[int, int] | None:
+    """``(end byte, end line)`` of the function, method or section that ``core`` (the hit, or ``part`` of it) is a
+    piece of, when it goes on past the core: the split definition around a hit, or the hit around a block of it (a
+    part of a hit that holds several definitions is one of them, whole)."""
+    outer = [sc.snippet for sc in h.scopes[:1] if sc.kind in _CONTINUED_KINDS]
+    if part is not None and not h.container:
+        outer.append(h.hit)
+    # The line is its last one that is not blank (the blank lines after a definition belong to its span).
+    ends = [(s.end_byte, s.start_line + s.text.rstrip().count("\n")) for s in outer
+            if s.path == core.path and s.end_byte > core.end_byte]
+    end = max(ends) if ends else None
+    return end if end is not None and end[1] > core.end_line else None
+
+
 def _covered(c: _Cand, chosen: list[_Cand]) -> bool:
     """A literal candidate already inside a chosen literal one adds nothing."""
     if c.snippet is None:
@@ -130,6 +153,7 @@ def _covered(c: _Cand, chosen: list[_Cand]) -> bool:
     return any(
         o.snippet is not None
         and o.kind != "skeleton"
+        and o.snippet.lines is None
         and not o.truncated
         and o.snippet.path == s.path
         and o.snippet.start_byte <= s.start_byte
@@ -280,7 +304,7 @@ def _expand(
 
     def core(rank: int, h: HitContext) -> tuple[list[_Cand], Part | None] | None:
         """The hit whole, else its best part that fits (with its essentials in fill mode), else ``None``."""
-        whole = _Cand(rank, h.score, "hit", h.hit)
+        whole = _Cand(rank, h.score, "hit", h.hit, continues=_continuation(h, h.hit, None))
         zoomed = h.zoom is not None and rank < ZOOM_RANKS and (h.container or not kept)
         if not (zoomed and h.container):
             for unit in units(rank, h, whole, None):
@@ -289,7 +313,7 @@ def _expand(
         if zoomed:
             room = max_context_tokens - measure(chosen)
             for part in h.zoom(max(room, 1)):  # type: ignore[misc]
-                pc = _Cand(rank, h.score, "hit", part.snippet)
+                pc = _Cand(rank, h.score, "hit", part.snippet, continues=_continuation(h, part.snippet, part))
                 for unit in units(rank, h, pc, part):
                     if fits(*unit):
                         return unit, part
@@ -329,8 +353,15 @@ def _expand(
             h = hits[rank]
             skel = part.skeleton if part is not None and part.skeleton is not None else \
                 next((sc for sc in h.scopes if sc.skeleton), None)
-            if skel is not None:
-                consider(_Cand(rank, h.score, "skeleton", scope=skel))
+            if skel is None:
+                continue
+            whole = _Cand(rank, h.score, "skeleton", scope=skel)
+            if fits(whole):
+                chosen.append(whole)
+                continue
+            # What fits instead: the header, the members the core reaches (`this.retry(...)`) and the closing line.
+            cut_down = called_skeleton(skel, (part.snippet if part is not None else h.hit).text)
+            consider(_Cand(rank, h.score, "skeleton", scope=cut_down) if cut_down is not None else whole)
         # 4. Whole scopes: a zoomed hit whole, then each enclosing scope while it fits.
         for rank, part in kept.items():
             h = hits[rank]

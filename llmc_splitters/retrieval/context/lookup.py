@@ -106,26 +106,57 @@ def notebook_neighbours(store: SpanStore, span: Span) -> tuple[Snippet, ...]:
 
 def binding_lines(path: str | None, bindings: Sequence[dict[str, Any]], used: Iterable[int],
                   names: set[str] | None = None) -> list[Snippet]:
-    """The lines of the used bindings a hit needs: a one-line binding whole, and a type (a TypeScript ``type`` or
-    ``interface``, a Python ``type`` alias) whole, since its lines are what the name means; of a longer import or
-    constant, its first line and the lines that name what the hit uses, never the block."""
+    """The used bindings a hit needs, each statement once and in a form that parses: whole when it has at most
+    :data:`_WHOLE_LINES` lines, and a type (a TypeScript ``type`` or ``interface``, a Python ``type`` alias) always
+    whole, since its lines are what the name means; else an excerpt (:attr:`Snippet.lines`): its first line, the
+    lines that name what the hit uses (``names``) and its closing line. Used statements that only blank lines
+    separate are joined into one slice, under one marker."""
     out: list[Snippet] = []
     for i in sorted(set(used)):
         if not 0 <= i < len(bindings):
             continue
         b = bindings[i]
-        if b["start_line"] == b["end_line"] or b.get("kind") == "type":
-            out.append(Snippet(path, b["start"], b["end"], b["start_line"], b["end_line"], b["text"]))
+        lines = b["text"].splitlines(keepends=True)
+        keep = None
+        if len(lines) > _WHOLE_LINES and b.get("kind") != "type":
+            wanted = {n for n in (names or ()) if n in set(b.get("names") or ())}
+            keep = tuple(k for k, line in enumerate(lines)
+                         if k in (0, len(lines) - 1) or wanted and _names_in(line) & wanted)
+        out.append(Snippet(path, b["start"], b["end"], b["start_line"], b["end_line"], b["text"], lines=keep))
+    return _joined(out)
+
+
+def _joined(snippets: list[Snippet]) -> list[Snippet]:
+    """``snippets`` (whole bindings and excerpts) in file order, with whole ones that touch, or that only blank lines
+    (at most :data:`_GAP_LINES`) separate, joined into one slice. A binding the hit does not use is never shown for
+    the sake of one marker less."""
+    out: list[Snippet] = []
+    for s in sorted(set(snippets), key=lambda s: (s.start_byte, -s.end_byte)):
+        prev = out[-1] if out else None
+        if prev is None or prev.lines is not None or s.lines is not None:
+            out.append(s)
             continue
-        wanted = {n for n in (names or ()) if n in set(b.get("names") or ())}
-        pos = b["start"]
-        for k, line in enumerate(b["text"].splitlines(keepends=True)):
-            size = len(line.encode("utf-8", "surrogatepass"))
-            if k == 0 or (wanted and _names_in(line) & wanted):
-                lineno = b["start_line"] + k
-                out.append(Snippet(path, pos, pos + size, lineno, lineno, line))
-            pos += size
+        gap = s.start_line - prev.end_line - 1
+        if s.start_byte > prev.end_byte:
+            # Only blank lines between them: as many bytes as lines ("\n" each), nothing else.
+            if not 0 < gap <= _GAP_LINES or s.start_byte - prev.end_byte != gap:
+                out.append(s)
+                continue
+            prev = Snippet(prev.path, prev.start_byte, s.start_byte, prev.start_line, s.start_line - 1,
+                           prev.text + "\n" * gap)
+        if s.end_byte > prev.end_byte:
+            tail = s.text.encode("utf-8", "surrogatepass")[prev.end_byte - s.start_byte:]
+            prev = Snippet(prev.path, prev.start_byte, s.end_byte, prev.start_line, s.end_line,
+                           prev.text + tail.decode("utf-8", "surrogatepass"))
+        out[-1] = prev
     return out
+
+
+# A used binding of at most this many lines is shown whole; a longer one by its head, the lines naming what a hit
+# uses and its closing line.
+_WHOLE_LINES = 8
+# Two used bindings that at most this many blank lines separate are shown as one slice.
+_GAP_LINES = 2
 
 
 def _names_in(line: str) -> set[str]:
@@ -314,4 +345,7 @@ def get_symbol(store: SpanStore, name: str, path: str | None = None) -> list[Sni
         tail = name.rsplit(".", 1)[-1]
         out = whole(r for r in store.by_name(tail, path, tail=True) if (r.span.name or "").endswith("." + name))
         out += inside_leaves(lambda n: n.endswith("." + name), store.with_symbol(name, path, suffix=True))
-    return sorted(set(out), key=lambda s: (s.path or "", s.start_byte, -s.end_byte))
+    out = sorted(set(out), key=lambda s: (s.path or "", s.start_byte, -s.end_byte))
+    # A definition found both as a span and in a leaf's symbols (its lines without its comment) is listed once.
+    return [s for k, s in enumerate(out) if not any(o.path == s.path and o.start_byte <= s.start_byte and
+                                                    s.end_byte <= o.end_byte for o in out[:k])]

@@ -14,7 +14,7 @@ from ...chunking.notebook import split_cell_path
 if TYPE_CHECKING:
     from ...chunking.analysis import SkeletonEntry
 
-__all__ = ["Snippet", "Scope", "Piece", "render_marker"]
+__all__ = ["Snippet", "Scope", "Piece", "called_skeleton", "render_marker"]
 
 @dataclass(frozen=True, slots=True)
 class Snippet:
@@ -28,6 +28,8 @@ class Snippet:
         end_line: 1-based line of the last character (inclusive).
         text: ``source[start_byte:end_byte]`` decoded.
         span_id: The span this slice is (or belongs to), if any.
+        lines: For an excerpt of a long statement, the 0-based lines of ``text`` a context shows (its head, the
+            lines that name what a hit uses, its closing line); ``None``: every line.
     """
 
     path: str | None
@@ -37,6 +39,7 @@ class Snippet:
     end_line: int
     text: str
     span_id: str | None = None
+    lines: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +69,16 @@ class Piece:
         end_line: 1-based last line (inclusive).
         text: Its text (verbatim, except for ``skeleton`` pieces).
         kind: ``hit`` if it contains a hit, else ``scope``, ``header``, ``import``, ``cell`` (a neighbouring notebook
-            cell), ``skeleton``.
+            cell), ``skeleton``, ``excerpt`` (a long import or constant shown by its head, the lines that name what
+            a hit uses and its closing line: the lines of its range that are not shown were left out).
         kinds: Kinds of everything merged into it, in order of selection.
         span_ids: Ids of the spans merged into it.
         score: Best score of the hits it contains or serves.
         rank: Best (0-based) rank of those hits.
         truncated: Whether the text was cut to fit the budget.
+        continues: For a part of a function, method or section that goes on past the piece (a piece of a split
+            definition, a block of a hit zoomed into), the definition's last line; its marker says so
+            (``(continues)``, three tokens). ``None`` otherwise.
     """
 
     path: str | None
@@ -84,6 +91,7 @@ class Piece:
     score: float = 0.0
     rank: int = 0
     truncated: bool = False
+    continues: int | None = None
 
 
 @dataclass(slots=True)
@@ -94,6 +102,7 @@ class _Cand:
     snippet: Snippet | None = None
     scope: Scope | None = None  # for skeletons
     truncated: bool = False
+    continues: tuple[int, int] | None = None  # (end byte, end line) of the definition a core is a part of
 
     @property
     def path(self) -> str | None:
@@ -106,9 +115,15 @@ def render_marker(marker: str, path: str | None, start: int, end: int, note: str
     return f"{line} ({note})" if note else line
 
 
+def _literal(c: _Cand) -> bool:
+    """Whether a candidate's text is a verbatim slice of its range (not a skeleton, not an excerpt)."""
+    return c.kind != "skeleton" and c.snippet is not None and c.snippet.lines is None
+
+
 def _merge(cands: list[_Cand]) -> list[Piece]:
-    """Merge the literal candidates of one file by byte range; place skeletons at their scope's start."""
-    literal = sorted((c for c in cands if c.kind != "skeleton"), key=lambda c: (c.snippet.start_byte, -c.snippet.end_byte))  # type: ignore[union-attr]
+    """Merge the literal candidates of one file by byte range; place skeletons at their scope's start, and
+    excerpts (the lines of one statement they show, united) at theirs."""
+    literal = sorted((c for c in cands if _literal(c)), key=lambda c: (c.snippet.start_byte, -c.snippet.end_byte))  # type: ignore[union-attr]
     merged: list[tuple[Snippet, list[_Cand]]] = []
     for c in literal:
         s = c.snippet
@@ -129,6 +144,8 @@ def _merge(cands: list[_Cand]) -> list[Piece]:
         kinds = tuple(dict.fromkeys(m.kind for m in members))
         ids = tuple(dict.fromkeys(m.snippet.span_id for m in members if m.snippet and m.snippet.span_id))
         kind = "hit" if "hit" in kinds else ("scope" if "scope" in kinds else kinds[0])
+        # The definition a piece belongs to goes on past it, unless what was merged with it reaches its end.
+        rest = [m.continues for m in members if m.continues is not None and m.continues[0] > snip.end_byte]
         piece = Piece(
             snip.path,
             snip.start_line,
@@ -140,8 +157,10 @@ def _merge(cands: list[_Cand]) -> list[Piece]:
             max(m.score for m in members),
             min(m.rank for m in members),
             any(m.truncated for m in members),
+            max(line for _, line in rest) if rest and not any(m.truncated for m in members) else None,
         )
         pieces.append((snip.start_byte, 1, piece))
+    pieces.extend(_excerpts([c for c in cands if c.kind != "skeleton" and not _literal(c)], merged))
     for c in cands:
         if c.kind != "skeleton":
             continue
@@ -180,12 +199,52 @@ def _merge(cands: list[_Cand]) -> list[Piece]:
     return out
 
 
+def _excerpts(cands: list[_Cand], merged: list[tuple[Snippet, list[_Cand]]]) -> list[tuple[int, int, Piece]]:
+    """The excerpt pieces of one file: per statement, the union of the lines its candidates show, unless a literal
+    piece shows the statement whole."""
+    by_range: dict[tuple[int, int], list[_Cand]] = {}
+    for c in cands:
+        s = c.snippet
+        assert s is not None
+        if not any(m.start_byte <= s.start_byte and s.end_byte <= m.end_byte for m, _ in merged):
+            by_range.setdefault((s.start_byte, s.end_byte), []).append(c)
+    out = []
+    for (start, _), members in by_range.items():
+        s = members[0].snippet
+        assert s is not None
+        keep = {k for m in members for k in m.snippet.lines or ()}  # type: ignore[union-attr]
+        lines = s.text.splitlines(keepends=True)
+        pos, shown = s.start_byte, []
+        for k, line in enumerate(lines):
+            end = pos + len(line.encode("utf-8", "surrogatepass"))
+            # A line a verbatim piece already shows (a hit inside the statement) is not shown twice.
+            if k in keep and not any(m.start_byte <= pos and end <= m.end_byte for m, _ in merged):
+                shown.append(line)
+            pos = end
+        text = "".join(shown)
+        if not text:
+            continue
+        ids = tuple(dict.fromkeys(m.snippet.span_id for m in members if m.snippet and m.snippet.span_id))
+        out.append((start, 1, Piece(s.path, s.start_line, s.end_line, text, "excerpt", ("excerpt",), ids,
+                                    max(m.score for m in members), min(m.rank for m in members))))
+    return out
+
+
 @lru_cache(maxsize=256)
 def _entries(skeleton: str) -> tuple[SkeletonEntry, ...]:
     """A skeleton's entries, parsed once per skeleton (a context is measured many times while it is built)."""
     from ...chunking.analysis import skeleton_entries
 
     return tuple(skeleton_entries(skeleton))
+
+
+def called_skeleton(scope: Scope, code: str) -> Scope | None:
+    """``scope`` with its skeleton cut down to the members ``code`` reaches
+    (:func:`~llmc_splitters.chunking.analysis.skeleton_for`), or ``None`` when that says nothing the header does not."""
+    from ...chunking.analysis import skeleton_for
+
+    text = skeleton_for(scope.skeleton or "", code)
+    return None if text is None else Scope(scope.snippet, scope.kind, scope.header, text)
 
 
 def _without_shown(skeleton: str, shown: set[str]) -> str:
@@ -213,7 +272,9 @@ def _groups(cands: Sequence[_Cand]) -> list[list[_Cand]]:
 
 
 def _render_piece(p: Piece, marker: str) -> str:
-    note = "skeleton" if p.kind == "skeleton" else ("truncated" if p.truncated else "")
+    note = p.kind if p.kind in ("skeleton", "excerpt") else ("truncated" if p.truncated else "")
+    if p.continues is not None:
+        note = "continues"
     text = p.text if p.text.endswith("\n") else p.text + "\n"
     return render_marker(marker, p.path, p.start_line, p.end_line, note) + "\n" + text
 

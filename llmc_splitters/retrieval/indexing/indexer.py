@@ -42,7 +42,7 @@ from ...chunking.inputs import decode
 from ...errors import ConfigurationError, LlmcError
 from ..storage.lexical_tantivy import LexDoc, lexical_text
 from ..storage.parts import Dense, HasParts, IndexParts, parts_of
-from ..storage.file_rows import PreparedFile, build_file, embed_source, sha, split_note
+from ..storage.file_rows import PreparedFile, build_file, embed_source, parse_note, sha, split_note
 from ..storage.span_store import LEXICAL, VECTORS, SpanRow
 from .group_writer import GroupWriter
 from ..storage.chroma_vectors import Record, vector_metadata
@@ -84,6 +84,9 @@ class IndexReport:
         interrupted: ``"SIGINT"``/``"SIGTERM"`` when the run was stopped (every prepared file was kept).
         split: ``path -> how`` for files that were not parsed whole: cut by lines and tokens (over the chunker's
             ``max_file_bytes``), parsed in windows (over ~1 MB), or degraded (a syntax error over most of the file).
+        parse_errors: ``path -> where`` for files with syntax errors: their lines, and the lines the chunker parsed
+            again from so that the definitions after an error keep their names (the file span's metadata
+            ``parse_errors`` and ``parse_resumed``).
     """
 
     added: list[str] = field(default_factory=list)
@@ -97,6 +100,7 @@ class IndexReport:
     failed: dict[str, str] = field(default_factory=dict)
     interrupted: str | None = None
     split: dict[str, str] = field(default_factory=dict)
+    parse_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def written(self) -> int:
@@ -302,15 +306,13 @@ class Indexer:
             report.failed[it.path] = outcome
             return None
         if isinstance(outcome, tuple):
-            prepared, how = outcome
-            if how:
-                report.split[it.path] = how
+            prepared, how, errors = outcome
+            _note(report, it.path, how, errors)
             return prepared
         try:
             tree = outcome if outcome is not None else chunk(chunking.chunker, it.path, it.text or "")
-            how = split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass")))
-            if how:
-                report.split[it.path] = how
+            _note(report, it.path, split_note(tree, len((it.text or "").encode("utf-8", "surrogatepass"))),
+                  parse_note(tree))
             return build_file(it.path, it.text or "", tree, file_hash=sha(it.text or ""), settings=fp,
                               stat=it.stat, summarizer=chunking.summarizer,
                               view=dense.view if dense is not None else None)
@@ -547,6 +549,14 @@ class Indexer:
                                     for r in rows])
             self.store.done(part, VECTORS)
         self._delete_stale(dense)
+
+
+def _note(report: IndexReport, path: str, how: str | None, errors: str | None) -> None:
+    """Record in ``report`` how a file was cut and where it has syntax errors (when it was, or has)."""
+    if how:
+        report.split[path] = how
+    if errors:
+        report.parse_errors[path] = errors
 
 
 def _rows(group: list[PreparedFile]) -> int:

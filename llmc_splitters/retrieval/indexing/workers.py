@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...chunking.span import Span, SpanTree
 from ...errors import ConfigurationError, LlmcError, UnsupportedInputError
-from ..storage.file_rows import FileSummaryInput, PreparedFile, build_file, sha, split_note
+from ..storage.file_rows import FileSummaryInput, PreparedFile, build_file, parse_note, sha, split_note
 
 if TYPE_CHECKING:
     from ..storage.parts import Chunking
@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 __all__ = ["Layout", "chunk", "chunk_in_processes", "payload"]
 
 Stat = tuple[int, int] | None
-Outcome = SpanTree | str | tuple[PreparedFile, str | None]
-"""A file's tree, the reason it failed, or (with a :class:`Layout`) the file laid out and how it was cut."""
+Outcome = SpanTree | str | tuple[PreparedFile, str | None, str | None]
+"""A file's tree, the reason it failed, or (with a :class:`Layout`) the file laid out, how it was cut and where it
+has syntax errors (:func:`~llmc_splitters.retrieval.records.parse_note`)."""
 
 
 @dataclass(frozen=True)
@@ -49,14 +50,14 @@ class Layout:
     summarizer: Callable[[FileSummaryInput], str] | None = None
 
     def prepare(self, path: str, text: str, stat: Stat) -> tuple[str, Any]:
-        """``("prepared", (PreparedFile, split note))`` or ``("error", reason)``."""
+        """``("prepared", (PreparedFile, split note, parse note))`` or ``("error", reason)``."""
         try:
             tree = chunk(self.chunker, path, text)
             prepared = build_file(path, text, tree, file_hash=sha(text), settings=self.settings, stat=stat,
                                   summarizer=self.summarizer)
         except LlmcError as exc:
             return "error", str(exc)
-        return "prepared", (prepared, split_note(tree, len(text.encode("utf-8", "surrogatepass"))))
+        return "prepared", (prepared, split_note(tree, len(text.encode("utf-8", "surrogatepass"))), parse_note(tree))
 
 
 def payload(chunking: Chunking, workers: int, *, layout: str | None = None) -> bytes:

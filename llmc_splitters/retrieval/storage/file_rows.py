@@ -32,7 +32,7 @@ from .lexical_tantivy import LexDoc, lexical_text
 from .span_rows import FileMarker, FileWrite, SpanRow
 
 __all__ = ["FileSummaryInput", "PreparedFile", "build_file", "derived_id", "embed_source", "embedding_view",
-           "leaf_view", "sha", "split_note"]
+           "leaf_view", "parse_note", "sha", "split_note"]
 
 _NS = uuid.UUID("1d6c7c1e-5f0a-4c55-8a59-4b1f3f0e9a21")
 
@@ -443,3 +443,25 @@ def split_note(tree: SpanTree, nbytes: int) -> str | None:
     if md.get("degraded") == "wide_error":
         return f"{mb}: a syntax error spans most of the file: cut by lines and tokens inside it"
     return None
+
+
+def parse_note(tree: SpanTree) -> str | None:
+    """Where a file has syntax errors, and where the chunker parsed again after one (from its root span's metadata);
+    ``None`` when it parsed clean. Spans around an error may have lost their names; those after a restart have not."""
+    md = tree.root.metadata
+    lines = md.get("parse_errors")
+    if not lines:
+        return None
+    shown = ", ".join(map(str, lines[:_NOTE_LINES])) + (f" and {len(lines) - _NOTE_LINES} more" if len(lines) >
+                                                         _NOTE_LINES else "")
+    note = f"syntax error{'s' if len(lines) > 1 else ''} at line{'s' if len(lines) > 1 else ''} {shown}"
+    resumed = md.get("parse_resumed")
+    if resumed:
+        at = ", ".join(map(str, resumed[:_NOTE_LINES])) + ("..." if len(resumed) > _NOTE_LINES else "")
+        return f"{note}; parsed again from line{'s' if len(resumed) > 1 else ''} {at}, so the definitions after " \
+               "them keep their names"
+    return f"{note}; the definitions around them may have lost their names"
+
+
+# Lines a note lists.
+_NOTE_LINES = 5
