@@ -8,13 +8,12 @@ import contextlib
 import datetime as _dt
 import importlib.util
 import json
-import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..errors import ConfigurationError
 from .common import (
@@ -33,6 +32,7 @@ from .common import (
     vectors_arg,
 )
 from .milvus import milvus_store, recorded_of, write_manifest
+from .progress import Progress
 
 __all__ = ["add_parser", "run"]
 
@@ -95,62 +95,6 @@ def add_parser(sub: Any) -> None:
                    "[mcp] extra)")
     p.add_argument("--list-skipped", action="store_true", help="list every skipped path with its reason")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-
-
-class _Progress:
-    """Files/s progress on stderr: a tqdm bar on a terminal, else a line at every 10% and at least every 15 s."""
-
-    def __init__(self, total: int, *, enabled: bool, stream: IO[str] | None = None) -> None:
-        self.total = total
-        self.stream = stream or sys.stderr
-        self.done = 0
-        self.start = time.monotonic()
-        self.bar: Any = None
-        self.lines = False
-        self._last_line = self.start
-        self._last_decile = 0
-        if not enabled or total == 0:
-            return
-        if getattr(self.stream, "isatty", lambda: False)() and importlib.util.find_spec("tqdm") is not None:
-            from tqdm import tqdm
-
-            try:
-                size = os.get_terminal_size(self.stream.fileno())
-                sized = size.columns > 0 and size.lines > 0
-            except (OSError, ValueError, AttributeError):
-                sized = False
-            # NOTE: tqdm hides its bar on a terminal that reports 0 rows (a pseudo-terminal nobody sized): give a size.
-            extra: dict[str, Any] = {"dynamic_ncols": True} if sized else {"ncols": 100, "nrows": 24}
-            self.bar = tqdm(total=total, unit="file", file=self.stream, desc="indexing", **extra)
-        else:
-            self.lines = True
-            self._line()
-
-    def advance(self, path: str) -> None:
-        self.done += 1
-        if self.bar is not None:
-            self.bar.set_postfix_str(path[-40:], refresh=False)
-            self.bar.update(1)
-        elif self.lines:
-            now = time.monotonic()
-            decile = self.done * 10 // self.total
-            if decile > self._last_decile or now - self._last_line >= 15 or self.done == self.total:
-                self._last_decile = decile
-                self._line()
-
-    def _line(self) -> None:
-        now = time.monotonic()
-        self._last_line = now
-        elapsed = now - self.start
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        eta = f", eta {(self.total - self.done) / rate:.0f} s" if rate > 0 and self.done < self.total else ""
-        pct = 100 * self.done // self.total
-        print(f"indexing: {self.done}/{self.total} files ({pct}%), {rate:.1f} files/s, {elapsed:.1f} s{eta}",
-              file=self.stream, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def run(args: argparse.Namespace) -> ExitCode:
@@ -232,23 +176,13 @@ def run(args: argparse.Namespace) -> ExitCode:
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
 
-    progress = _Progress(len(walked.files), enabled=not args.quiet)
-    processed: list[str] = []
-
-    def selected() -> Iterator[Path]:
-        # The index pulls the next path once it has dealt with the previous one: progress follows.
-        for rel in walked.files:
-            if processed:
-                progress.advance(processed[-1])
-            processed.append(rel)
-            yield root / rel
-
+    progress = Progress(len(walked.files), enabled=not args.quiet, hybrid=embedding is not None)
     t1 = time.monotonic()
     interrupted: Any = None
     try:
-        total = index.index_files(selected(), root=root, workers=args.workers)
-        if processed:
-            progress.advance(processed[-1])
+        total = index.index_files((root / rel for rel in walked.files), root=root, workers=args.workers,
+                                  progress=progress.update)
+        progress.finish()
         if not args.no_prune:
             total.removed.extend(index.remove_many(sorted(set(index.paths) - set(walked.files))))
     except IndexInterrupted as exc:
@@ -258,10 +192,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         progress.close()
     t_index = time.monotonic() - t1
     if interrupted is not None:
-        kept = total.written
-        err(f"interrupted ({interrupted.signal_name}) after {len(processed)} of {len(walked.files)} files: {kept} "
-             f"written in this run were kept ({len(total.unchanged)} were already up to date); run the same command "
-             "again to continue (finished files are skipped)")
+        err(_interrupted_note(interrupted.signal_name, total, len(walked.files)))
         return ExitCode.TERMINATED if interrupted.signal_name == "SIGTERM" else ExitCode.INTERRUPTED
 
     for sk in walked.unreadable:
@@ -333,6 +264,26 @@ def run(args: argparse.Namespace) -> ExitCode:
     if args.watch:
         return _watch_tree(index, root, options, as_json=args.json)
     return ExitCode.UNREADABLE if total.failed else ExitCode.OK
+
+
+def _interrupted_note(signal_name: str, report: Any, files: int) -> str:
+    """What an interrupted run kept, and what it did not, in words that cannot read as "done".
+
+    Example:
+        >>> from llmc_splitters.retrieval import IndexReport
+        >>> print(_interrupted_note("SIGINT", IndexReport(), 1))
+        interrupted (SIGINT) before any file was written: nothing of this run is in the index (1 file still to index); run the same command again to continue
+    """
+    written, unchanged = report.written, len(report.unchanged)
+    left = files - written - unchanged - len(report.failed)
+    rest = f"{left} file{'s' if left != 1 else ''} still to index"
+    if unchanged:
+        rest += f", {unchanged} were up to date already"
+    if not written:
+        return (f"interrupted ({signal_name}) before any file was written: nothing of this run is in the index "
+                f"({rest}); run the same command again to continue")
+    return (f"interrupted ({signal_name}): {written} of {files} files were written in this run and are kept "
+            f"({rest}); run the same command again to continue (finished files are skipped)")
 
 
 def _prepare_model(spec: str) -> ExitCode:

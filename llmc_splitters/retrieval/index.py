@@ -45,6 +45,7 @@ from .context.expand import HitContext, Snippet
 from .storage.filters import SearchFilter, unmatched
 from .search.ranking import Ranking
 from .indexing.indexer import IndexInterrupted, Indexer, IndexReport, Item
+from .indexing.progress import ProgressCallback
 from .storage.index_dir import delete_index, embedding_hint, embedding_name, recorded
 from .storage.lexical_tantivy import LexicalIndex
 from .storage.parts import Chunking, Dense, IndexParts, settings_fingerprint
@@ -372,13 +373,15 @@ class CodeIndex:
 
     # -------------------------------------------------------------------------------------------- indexing
 
-    def index_texts(self, files: Mapping[str, str], *, prune: bool = False, workers: int | str = 1) -> IndexReport:
+    def index_texts(self, files: Mapping[str, str], *, prune: bool = False, workers: int | str = 1,
+                    progress: ProgressCallback | None = None) -> IndexReport:
         """Index in-memory files ``{path: text}``; unchanged files are skipped.
 
         Args:
             files: Path -> full text. The path is stored as given and is what results report.
             prune: Also remove every indexed file that is not in ``files`` (the index mirrors them).
             workers: Chunk in this many worker processes (see :meth:`index_files`).
+            progress: Called at every step (see :meth:`index_files`).
 
         Returns:
             An :class:`IndexReport`.
@@ -390,7 +393,7 @@ class CodeIndex:
         self._check_writable()
         report = IndexReport()
         with self._lock:
-            self._indexer.run((Item(str(p), text) for p, text in files.items()), report, workers)
+            self._indexer.run((Item(str(p), text) for p, text in files.items()), report, workers, progress)
             if prune:
                 report.removed.extend(self._indexer.remove(sorted(set(self.paths) - {str(p) for p in files})))
         return report
@@ -401,6 +404,7 @@ class CodeIndex:
         *,
         root: str | os.PathLike[str] | None = None,
         workers: int | str = 1,
+        progress: ProgressCallback | None = None,
     ) -> IndexReport:
         """Index files from disk; unchanged files are not read (their size and modification time match).
 
@@ -419,6 +423,8 @@ class CodeIndex:
                 the result is the same as with ``workers=1``. A worker that dies fails only its file.
                 ``"auto"`` (what the ``index`` command does): one worker per core, at most 4, when the index has
                 no model and at least 64 files need chunking; else this process.
+            progress: Called with an :class:`~llmc_splitters.retrieval.indexing.progress.IndexProgress` (files
+                chunked, texts embedded, files written) at every change, from the run's threads; keep it quick.
 
         Returns:
             An :class:`IndexReport`.
@@ -435,7 +441,7 @@ class CodeIndex:
         self._check_writable()
         report = IndexReport()
         with self._lock:
-            self._indexer.run(items(), report, workers)
+            self._indexer.run(items(), report, workers, progress)
         return report
 
     def index_directory(
@@ -446,6 +452,7 @@ class CodeIndex:
         exclude: Sequence[str] = (),
         prune: bool = True,
         workers: int | str = 1,
+        progress: ProgressCallback | None = None,
     ) -> IndexReport:
         """Index every matching file under ``root``, storing paths relative to it.
 
@@ -456,6 +463,7 @@ class CodeIndex:
                 skipped.
             prune: Remove indexed files that are no longer present (the index mirrors the directory).
             workers: Chunk in this many worker processes (see :meth:`index_files`).
+            progress: Called at every step (see :meth:`index_files`).
 
         Returns:
             An :class:`IndexReport`.
@@ -469,7 +477,7 @@ class CodeIndex:
             msg = f"root must be a directory, got {str(root)!r}"
             raise ConfigurationError(msg)
         found = select_files(base, include, exclude)
-        report = self.index_files(found, root=base, workers=workers)
+        report = self.index_files(found, root=base, workers=workers, progress=progress)
         if prune:
             present = {p.relative_to(base).as_posix() for p in found}
             with self._lock:
