@@ -30,6 +30,7 @@ from .common import (
     read_manifest,
     store_location,
     vectors_arg,
+    why_empty,
 )
 from .milvus import milvus_store, recorded_of, write_manifest
 from .progress import Progress
@@ -247,6 +248,7 @@ def run(args: argparse.Namespace) -> ExitCode:
                  "max_file_bytes": options.max_file_bytes},
         "indexed_at": summary["indexed_at"],
     }
+    summary["empty"] = why_empty(manifest, summary) if counts["files"] == 0 else None
     if milvus is not None:
         write_manifest(index, manifest, summary)
         if not args.watch:
@@ -257,6 +259,8 @@ def run(args: argparse.Namespace) -> ExitCode:
             (db / LAST_RUN).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        if summary["empty"]:
+            err(f"note: the index is empty: {summary['empty']}")
     else:
         _print_index_summary(summary, walked.skipped, list_all=args.list_skipped)
     if total.failed:
@@ -340,21 +344,6 @@ def _watch_tree(index: Any, root: Path, options: Any, *, as_json: bool) -> ExitC
     return ExitCode.OK
 
 
-_KIND_LABELS = {
-    "unsupported": "not an indexed file type",
-    "skip_dir": "vendored, build, cache or VCS directories",
-    "hidden": "hidden files and directories",
-    "gitignored": "ignored by .gitignore",
-    "excluded": "matched --exclude",
-    "minified": "minified",
-    "too_large": "larger than --max-file-size",
-    "empty": "empty",
-    "special": "not a regular file / symlink",
-    "binary": "binary",
-    "generated": "generated (marker in the first lines)",
-    "unreadable": "unreadable",
-    "database": "the index database",
-}
 
 
 def _short(text: str, n: int = 60) -> str:
@@ -363,7 +352,7 @@ def _short(text: str, n: int = 60) -> str:
 
 
 def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, list_all: bool) -> None:
-    from ..ingest.walk import summarize_skips
+    from ..ingest.walk import SKIP_LABELS, summarize_skips
 
     out: list[str] = []
     emb = "none (lexical BM25 only)" if summary["embedding"] == "none" else \
@@ -396,7 +385,7 @@ def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, lis
             out.append(f"    {s.path}  [{s.kind}] {s.detail}")
     else:
         for kind, n, examples in summarize_skips(skipped):
-            label = _KIND_LABELS.get(kind, kind)
+            label = SKIP_LABELS.get(kind, kind)
             if kind == "unsupported":
                 exts = Counter(Path(s.path).suffix or "(none)" for s in skipped if s.kind == kind)
                 detail = ", ".join(f"{e} {c}" for e, c in exts.most_common(8))
@@ -408,5 +397,7 @@ def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, lis
             out.append(f"    {n:>6}  {label}: {detail}")
         where = f"{summary['db']}/{LAST_RUN}" if summary["db"] else "--json"
         out.append(f"  every skipped path and its reason: --list-skipped, or {where}")
+    if summary["empty"]:
+        out.append(f"  empty      the index holds no file: {summary['empty']}")
     sys.stdout.write("\n".join(out) + "\n")
     sys.stdout.flush()

@@ -326,7 +326,9 @@ class CodeService:
             hits, confidence, contexts, files = search_with_contexts(retriever, query, k or self.settings.max_k,
                                                                      where, lang)
             self.search_ready = True
-            if not hits and (where or lang):
+            if not hits and not retriever.index.span_store.counts()["files"]:
+                notes.append(f"the index is empty: {self._why_empty()}")
+            elif not hits and (where or lang):
                 # A filter that lets nothing through is a bad argument, not words that match nothing.
                 unmatched = retriever.index.unmatched_filter(path=where, language=lang)
                 if unmatched is not None:
@@ -427,6 +429,7 @@ class CodeService:
             "failed_count": len(failed),
             "last_error": self.scrub(r.last_error) if r is not None and r.last_error else None,
             "watch_error": self.watch_error,
+            "empty": self._why_empty() if st["files"] == 0 and not st["pending"] else None,
         }
         files, leaves = data["files_indexed"], data["leaf_spans"]
         how = {"watch": "watching the tree", "refresh": "checking the tree before each request",
@@ -442,6 +445,8 @@ class CodeService:
             f"embedding {data['embedding']} ({data['search']}); chunking {data['chunking']['settings']}",
             f"reply budget {self.settings.max_tokens} tokens by default, {self.settings.hard_cap} at most",
         ]
+        if data["empty"]:
+            lines.append(f"the index is empty: {data['empty']}")
         if failed:
             lines.append(f"{len(failed)} files failed: " + "; ".join(f"{p}: {self.scrub(v)}"
                                                                     for p, v in list(failed.items())[:10]))
@@ -449,6 +454,20 @@ class CodeService:
             if data[key]:
                 lines.append(f"{key.replace('_', ' ')}: {data[key]}")
         return Reply("\n".join(lines), data)
+
+    def _why_empty(self) -> str:
+        """Why the index holds no file: what the tree's walk selects (nothing, and why), or that its files are
+        still being indexed."""
+        from ..ingest.walk import nothing_selected, walk
+
+        r = self.refresher
+        if r is None or self.root is None:
+            return "no file was indexed into it (`llmc-splitters index PATH` indexes the source files under PATH)"
+        found = walk(self.root, r.state.options)
+        if found.files:
+            return f"the tree's {len(found.files)} files are still being indexed" if not r.caught_up else \
+                f"the tree's {len(found.files)} files could not be indexed (see failed_files)"
+        return self.scrub(nothing_selected(self.root.name, r.state.options.include, found.skipped))
 
     def reindex(self, paths: Any = None) -> Reply:
         """Bring the index up to date now (the whole tree, or only ``paths``) and say what changed.

@@ -205,6 +205,8 @@ class Indexer:
             if stop.signal_name is not None:
                 report.interrupted = stop.signal_name
                 raise IndexInterrupted(report, stop.signal_name)
+            if not self.store.exists:  # a run that found nothing to write leaves an index, empty (and says when)
+                self.store.set_meta("updated_at", repr(time.time()))
 
     def _runtime_ready(self) -> bool:
         """Whether embedding can start before the stores open: nothing to embed, or a model whose runtime is now
