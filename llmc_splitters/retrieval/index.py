@@ -543,6 +543,7 @@ class CodeIndex:
         candidates: int = 100,
         rrf_k: int | None = None,
         ranking: Ranking | None = None,
+        dense_fallback: bool = False,
     ) -> SearchResult:
         """Find the leaves that best match ``query``.
 
@@ -567,18 +568,22 @@ class CodeIndex:
             candidates: Depth of each ranked list before fusion.
             rrf_k: The RRF constant (default: the ranking's).
             ranking: The rules (default: this index's ``ranking``, see :class:`CodeIndex`).
+            dense_fallback: When no word of the query occurs in the index (``words_in_index`` is ``False``), return
+                the dense search's nearest leaves anyway, matches by meaning alone (default: no hits).
 
         Returns:
             A :class:`SearchResult`. When it holds no hit because the filters match nothing in the index, a
-            :class:`~llmc_splitters.errors.FilterWarning` says so (see :meth:`unmatched_filter`).
+            :class:`~llmc_splitters.errors.FilterWarning` says so (see :meth:`unmatched_filter`);
+            :attr:`SearchResult.words_in_index` says whether any word of the query occurs in the index.
 
         Raises:
             ConfigurationError: ``k`` is not positive, or a filter is invalid.
         """
-        filt = _filter(filters, path, language, kind)
+        filt = SearchFilter.given(filters, path, language, kind)
         self.span_store.require()
         found = search(self.parts, query, k, filt=filt, multi_stage=multi_stage, summaries=summaries,
-                       candidates=candidates, rrf_k=rrf_k, ranking=ranking or self.ranking)
+                       candidates=candidates, rrf_k=rrf_k, ranking=ranking or self.ranking,
+                       dense_fallback=dense_fallback)
         if not found.hits and not filt.empty:
             note = unmatched(filt, self.span_store)
             if note is not None:
@@ -593,12 +598,4 @@ class CodeIndex:
         Raises:
             ConfigurationError: A filter is invalid.
         """
-        return unmatched(_filter(filters, path, language, kind), self.span_store)
-
-
-def _filter(filters: SearchFilter | Mapping[str, Any] | None, path: str | None, language: str | None,
-            kind: str | None) -> SearchFilter:
-    base = filters if isinstance(filters, SearchFilter) else SearchFilter.from_mapping(filters)
-    if path is None and language is None and kind is None:
-        return base
-    return SearchFilter.of(path or base.path, language or base.language, kind or base.kind)
+        return unmatched(SearchFilter.given(filters, path, language, kind), self.span_store)
