@@ -135,7 +135,9 @@ def _embedding_for(spec: str) -> Any:
         raise CliError(f"error: {exc} (or re-index with --embedding none --reset)", ExitCode.MISSING_DEPENDENCY) \
             from exc
     except ConfigurationError as exc:
-        raise CliError(f"error: --embedding {spec!r}: {exc}", ExitCode.USAGE) from exc
+        said = str(exc)
+        named = said if said.startswith(f"--embedding {spec!r}") else f"--embedding {spec!r}: {said}"
+        raise CliError(f"error: {named}", ExitCode.USAGE) from exc
 
 
 def choose_embedding(spec: str, recorded: str | None, where: Path) -> tuple[Any, str | None]:

@@ -176,6 +176,11 @@ def run(args: argparse.Namespace) -> ExitCode:
                           reset=args.reset, embed_workers=args.embed_workers, store=milvus)
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
+    before = (recorded or {}).get("settings")
+    if before and not args.reset and before != index.settings_fingerprint:
+        again = "every file is chunked again" + (" (texts embedded before are not embedded again)"
+                                                 if embedding is not None else "")
+        err(f"note: {_settings_change(before, index.settings_fingerprint)}: {again}")
 
     progress = Progress(len(walked.files), enabled=not args.quiet, hybrid=embedding is not None)
     t1 = time.monotonic()
@@ -194,6 +199,8 @@ def run(args: argparse.Namespace) -> ExitCode:
     t_index = time.monotonic() - t1
     if interrupted is not None:
         err(_interrupted_note(interrupted.signal_name, total, len(walked.files)))
+        if milvus is None:
+            index.close()
         return ExitCode.TERMINATED if interrupted.signal_name == "SIGTERM" else ExitCode.INTERRUPTED
 
     for sk in walked.unreadable:
@@ -267,7 +274,31 @@ def run(args: argparse.Namespace) -> ExitCode:
         err(f"warning: {len(total.failed)} files could not be indexed (listed above); exit code 5")
     if args.watch:
         return _watch_tree(index, root, options, as_json=args.json)
+    if milvus is None:
+        index.close()  # the lexical index's writers and their lock: free for the next command, in this process too
     return ExitCode.UNREADABLE if total.failed else ExitCode.OK
+
+
+def _settings_change(before: str, now: str) -> str:
+    """What differs between two chunking-settings fingerprints (``ASTChunker:512:tiktoken:cl100k_base:0.2.0``).
+
+    Example:
+        >>> _settings_change("ASTChunker:512:tiktoken:cl100k_base:0.2.0", "ASTChunker:256:tiktoken:cl100k_base:0.2.0")
+        'the leaf budget changed from 512 to 256 tokens (--max-tokens)'
+    """
+    old, new = before.split(":"), now.split(":")
+    if len(old) < 4 or len(new) < 4:
+        return f"the chunking settings changed from {before!r} to {now!r}"
+    said = []
+    if old[1] != new[1]:
+        said.append(f"the leaf budget changed from {old[1]} to {new[1]} tokens (--max-tokens)")
+    if old[2:-1] != new[2:-1]:
+        said.append(f"the tokenizer changed from {':'.join(old[2:-1])} to {':'.join(new[2:-1])}")
+    if old[0] != new[0]:
+        said.append(f"the chunker changed from {old[0]} to {new[0]}")
+    if old[-1] != new[-1]:
+        said.append(f"the index was chunked by llmc-splitters {old[-1]}, this is {new[-1]}")
+    return "; ".join(said) or f"the chunking settings changed from {before!r} to {now!r}"
 
 
 def _interrupted_note(signal_name: str, report: Any, files: int) -> str:
