@@ -28,7 +28,7 @@ unexpected error (a store failure; a bug, said in one line: ``LLMC_DEBUG=1`` sho
 (bad option, settings that conflict with the existing index); 3 no index at the given location; 4 a path that does
 not exist; 5 unreadable or unsupported input (a binary or unreadable file given to ``chunk``; ``index`` finished but
 some files could not be read or chunked: they are listed); 6 a missing optional dependency; 130 interrupted
-(SIGINT), 143 terminated (SIGTERM): every file prepared before the signal is kept.
+(SIGINT), 143 terminated (SIGTERM): every file finished before the signal is kept.
 
 Each command is a module of this package (:mod:`.chunk`, :mod:`.index`, :mod:`.query`, :mod:`.stats`,
 :mod:`.mcp`) with its arguments (``add_parser``) and what it does (``run``). What they share (exit codes, errors,

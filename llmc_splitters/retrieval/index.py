@@ -388,7 +388,7 @@ class CodeIndex:
 
         Raises:
             ConfigurationError: ``workers`` is not a positive integer, or the chunker cannot be sent to workers.
-            IndexInterrupted: SIGINT/SIGTERM stopped the run (every prepared file was written).
+            IndexInterrupted: SIGINT/SIGTERM stopped the run (every file finished by then was written).
         """
         self._check_writable()
         report = IndexReport()
@@ -431,7 +431,7 @@ class CodeIndex:
 
         Raises:
             ConfigurationError: ``workers`` is invalid, or the chunker cannot be pickled.
-            IndexInterrupted: SIGINT/SIGTERM stopped the run (every prepared file was written).
+            IndexInterrupted: SIGINT/SIGTERM stopped the run (every file finished by then was written).
         """
         def items() -> Iterable[Item]:
             for p in paths:
@@ -470,7 +470,7 @@ class CodeIndex:
 
         Raises:
             ConfigurationError: ``root`` is not a directory, or ``workers`` is invalid.
-            IndexInterrupted: SIGINT/SIGTERM stopped the run (every prepared file was written).
+            IndexInterrupted: SIGINT/SIGTERM stopped the run (every file finished by then was written).
         """
         base = Path(root)
         if not base.is_dir():

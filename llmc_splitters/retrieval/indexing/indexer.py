@@ -88,7 +88,7 @@ class IndexReport:
         bytes_read: Bytes of file content read from disk (0 when every stat matched).
         failed: ``path -> reason`` for files that could not be read, decoded (binary data) or chunked, or whose
             rows could not be written. Such a file keeps the version indexed before, if any.
-        interrupted: ``"SIGINT"``/``"SIGTERM"`` when the run was stopped (every prepared file was kept).
+        interrupted: ``"SIGINT"``/``"SIGTERM"`` when the run was stopped (every file finished by then was kept).
         split: ``path -> how`` for files that were not parsed whole: cut by lines and tokens (over the chunker's
             ``max_file_bytes``), parsed in windows (over ~1 MB), or degraded (a syntax error over most of the file).
     """
@@ -112,7 +112,8 @@ class IndexReport:
 
 
 class IndexInterrupted(KeyboardInterrupt):
-    """An indexing run was stopped by SIGINT or SIGTERM after writing every file it had prepared.
+    """An indexing run was stopped by SIGINT or SIGTERM after writing every file it had finished (chunked, and
+    with a model embedded; see the module docstring).
 
     Attributes:
         report: What the run did before it stopped (``report.added``/``updated`` are kept in the index).
