@@ -4,6 +4,8 @@ The progress counted files handed to the chunker, which runs ahead of the model:
 for 34 of its 42 s, and a single big file showed ``0/1`` until it was done. Here the real command runs in this
 process on files the tests write, with a fake slow model (the hashing embedding, a short sleep per call, calls of
 four texts), and the tests read what it prints on stderr (a pipe: lines, not bars): the lines, never durations.
+A phase under way that does not move (a slow call to the model, one big file being chunked) still prints a line at
+least every few seconds (here, with the period shortened, the same count twice).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ pytest.importorskip("tantivy")
 pytest.importorskip("chromadb")
 pytest.importorskip("pathspec")
 
-from llmc_splitters.cli import main  # noqa: E402
+from llmc_splitters.cli import main, progress  # noqa: E402
 from llmc_splitters.cli.progress import Progress  # noqa: E402
+from llmc_splitters.retrieval.indexing import indexer  # noqa: E402
 from llmc_splitters.retrieval import CodeIndex, HashingEmbedding, IndexProgress  # noqa: E402
 
 SLOW_MODEL = textwrap.dedent(
@@ -43,6 +46,20 @@ SLOW_MODEL = textwrap.dedent(
     def make():
         model = SlowHashing(64)
         model.name = "slow-hashing:64"
+        return model
+
+
+    class VerySlowHashing(SlowHashing):
+        """A call of 4 texts takes 300 ms."""
+
+        def embed_documents(self, texts):
+            time.sleep(0.3)
+            return super().embed_documents(texts)
+
+
+    def make_very_slow():
+        model = VerySlowHashing(64)
+        model.name = "very-slow-hashing:64"
         return model
     '''
 )
@@ -151,6 +168,41 @@ def test_one_big_file_moves_while_it_is_embedded(tmp_path, capsys, slow_model):
     total = embedding[-1][1]
     inside = [d for d, t, _ in embedding if 0 < d < total]
     assert len(inside) >= 5, lines  # the one file's texts, counted as the model goes
+
+
+def _repeated(lines: list[str], name: str) -> list[tuple[int, int, bool]]:
+    """Counts a phase printed twice in a row: before the end, only the heartbeat prints them (a step prints when a
+    count changes)."""
+    counts = _phase(lines, name)
+    return [a for a, b in zip(counts, counts[1:]) if a == b]
+
+
+def test_a_slow_call_to_the_model_still_prints_lines(tmp_path, capsys, slow_model, monkeypatch):
+    monkeypatch.setattr(progress, "EVERY", 0.05)
+    tree = tmp_path / "bank"
+    tree.mkdir()
+    (tree / "ledger.py").write_text(_module(1))
+    lines = _index(capsys, tree, "--embedding", "slow_model:make_very_slow", "--embed-workers", "1")
+    assert any(done < total for done, total, _ in _repeated(lines, "embedding")), lines  # said while a call runs
+
+
+def test_one_big_file_being_chunked_still_prints_lines(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(progress, "EVERY", 0.05)
+    chunk = indexer.chunk
+
+    def slow_chunk(*args, **kwargs):
+        import time
+
+        time.sleep(0.5)
+        return chunk(*args, **kwargs)
+
+    monkeypatch.setattr(indexer, "chunk", slow_chunk)
+    tree = tmp_path / "one"
+    tree.mkdir()
+    (tree / "ledgers.py").write_text("\n".join(_module(i) for i in range(5)))
+    lines = _index(capsys, tree, "--embedding", "none")
+    assert (0, 1, False) in _repeated(lines, "indexing"), lines  # said while the file is chunked
+    assert _phase(lines, "indexing")[-1] == (1, 1, False)
 
 
 def test_a_lexical_index_keeps_one_phase_of_files(tmp_path, capsys):

@@ -5,8 +5,9 @@ On a hybrid index the model is what takes the time, and it runs behind the chunk
 too), with a rate and an estimate of the time left. The total of texts is known only once every file is chunked;
 until then it is estimated from the files chunked so far and shown as ``~N``.
 
-On a terminal each phase is a tqdm bar; otherwise (a pipe, a log) a line at every tenth of a phase and at least
-every :data:`EVERY` seconds while it moves::
+On a terminal each phase is a tqdm bar; otherwise (a pipe, a log) a line at every tenth of a phase, and one at
+least every :data:`EVERY` seconds while a phase is under way, moving or not (one big file being chunked, one slow
+call to the model: the elapsed time still moves)::
 
     indexing: 40/99 files (40%), 91.7 files/s, 0.4 s, eta 1 s                          (a lexical index)
     chunking: 40/99 files (40%), 91.7 files/s, 0.4 s                                   (a hybrid index)
@@ -18,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 import time
 from typing import IO, Any
 
@@ -26,7 +28,7 @@ from ..retrieval.indexing.progress import IndexProgress
 __all__ = ["EVERY", "Progress"]
 
 EVERY = 5.0
-"""Seconds: a phase that moves prints a line at least this often (line mode)."""
+"""Seconds: a phase under way prints a line at least this often (line mode; a bar is redrawn)."""
 
 
 class _Phase:
@@ -76,10 +78,14 @@ class Progress:
         self.enabled = enabled and total > 0
         self.bars = self.enabled and bool(getattr(self.stream, "isatty", lambda: False)()) and \
             importlib.util.find_spec("tqdm") is not None
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
         if self.enabled and self.bars:
             self.files.bar = self._bar(self.files)
         elif self.enabled:
             self._print(self.files)
+        if self.enabled:
+            threading.Thread(target=self._beat, name="llmc-progress", daemon=True).start()
 
     @property
     def done(self) -> int:
@@ -91,6 +97,10 @@ class Progress:
         self.now = p
         if not self.enabled:
             return
+        with self._lock:
+            self._update(p)
+
+    def _update(self, p: IndexProgress) -> None:
         self.files.done = p.files
         if p.texts and self.texts.start is None:
             self.texts.start = time.monotonic()
@@ -106,8 +116,13 @@ class Progress:
 
     def finish(self) -> None:
         """The run is over: every phase at its end."""
+        self._closed.set()
         if not self.enabled:
             return
+        with self._lock:
+            self._finish()
+
+    def _finish(self) -> None:
         self.files.done = self.files.total
         self.texts.estimated = False
         self.texts.total = self.texts.done = self.now.texts
@@ -117,11 +132,31 @@ class Progress:
             self._show(phase, final=True)
 
     def close(self) -> None:
-        """Take the bars down (also after an interruption)."""
-        for phase in (self.texts, self.files):
-            if phase.bar is not None:
-                phase.bar.close()
-                phase.bar = None
+        """Stop the heartbeat and take the bars down (also after an interruption)."""
+        self._closed.set()
+        with self._lock:
+            for phase in (self.texts, self.files):
+                if phase.bar is not None:
+                    phase.bar.close()
+                    phase.bar = None
+
+    def _beat(self) -> None:
+        """Every :data:`EVERY` seconds, the line (or the bar) of the phase under way, if nothing said it since."""
+        while not self._closed.wait(EVERY):
+            with self._lock:
+                if self._closed.is_set():
+                    return
+                now = self.now
+                if self.hybrid and self.texts.start is not None and now.embedded < now.texts:
+                    phase = self.texts  # the model has texts in hand
+                elif self.files.done < self.files.total:
+                    phase = self.files  # a file is being read or chunked
+                else:
+                    continue  # the last writes
+                if phase.bar is not None:
+                    phase.bar.refresh()
+                elif not self.bars and time.monotonic() - phase.last_line >= EVERY:
+                    self._print(phase)
 
     # ------------------------------------------------------------------------------------------------ output
 
