@@ -624,9 +624,11 @@ def test_a_text_that_always_fails_fails_only_its_file(tmp_path):
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (("zebragiraffe",), "no hits: nothing in the index matches these words"),
-        (("zebragiraffe", "--path", "json/"), "no hits: nothing in the index under the filters (path=json/) matches "
-                                              "these words"),
+        (("zebragiraffe",), "no hits: no word of the question occurs in the index (the index is lexical: it matches "
+                            "words only)"),
+        # Words of the index (http/ only), none of them under json/.
+        (("tunnel sendall", "--path", "json/"), "no hits: nothing in the index under the filters (path=json/) matches "
+                                                "these words"),
         (("decode a document", "--path", "src/json/"), "no hits: no indexed path starts with 'src/json/'; paths are "
                                                        "stored relative to the indexed root, like 'json/__init__.py' "
                                                        "(try path='json/')"),

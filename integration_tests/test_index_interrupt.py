@@ -1,5 +1,5 @@
 """An indexing run killed part-way (SIGKILL, a real subprocess) leaves an index the next run completes exactly; a
-run stopped by SIGINT or SIGTERM keeps every file it had prepared, and its vectors.
+run stopped by SIGINT or SIGTERM keeps every file it had finished, and its vectors.
 
 The tests index real trees (copies of standard-library packages: about 200 files, or about 20 for the tests that
 kill at chosen points, each plus a binary file named ``.py``, a Latin-1 file and a broken file) into an index
@@ -408,9 +408,9 @@ def test_update_killed_before_stale_vectors_were_deleted(workdir, small_tree, tm
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_keeps_every_prepared_file_and_its_vectors(workdir, small_tree, small_reference, sig):
-    """SIGINT/SIGTERM after some files are written (vectors from a counting embedding): the run finishes the file
-    it prepares, writes every prepared file, says so and exits 130; the next run embeds only the files that were
-    not written, and completes the index exactly."""
+    """SIGINT/SIGTERM after some files are written (vectors from a counting embedding): the run writes every file
+    it finished (chunked and embedded), says so and exits 130; the next run embeds only the files that were not
+    written, and completes the index exactly."""
     store = workdir / f"signalled-{sig.name}"
     env = {"LLMC_EMBED": "1", "LLMC_GROUP": "3"}
     reached, proc, out = _run_and_signal_after(workdir, store, small_tree, files=3, sig=sig, **env)

@@ -171,7 +171,8 @@ def test_tools_and_schemas(tree, cl100k):
             assert set(tools) == TOOLS
             search = tools["search_code"]
             props = search.input_schema["properties"]
-            assert set(props) == {"query", "max_tokens", "k", "path", "language"}
+            assert set(props) == {"query", "max_tokens", "k", "path", "language", "dense_fallback"}
+            assert props["dense_fallback"]["type"] == "boolean" and props["dense_fallback"]["default"] is False
             assert search.input_schema["required"] == ["query"]
             assert "8000" in props["max_tokens"]["description"] and "25000" in props["max_tokens"]["description"]
             assert set(tools["get_symbol"].input_schema["properties"]) == {"name", "path"}
@@ -255,12 +256,14 @@ def test_bad_arguments_are_one_sentence_tool_errors_and_the_server_stays_up(tree
                 # Issue 22, item 10: unknown arguments were ignored, a filter that matched nothing said the words
                 # matched nothing, and a wrong type came back as pydantic's report with its URL.
                 ("search_code", {"query": "x", "kk": 3}, "search_code got an unknown argument 'kk'; did you mean "
-                                                         "'k'? (it takes: k, language, max_tokens, path, query)"),
+                                                         "'k'? (it takes: dense_fallback, k, language, max_tokens, "
+                                                         "path, query)"),
                 ("get_lines", {"path": "heapq.py", "start_line": 1}, "get_lines got an unknown argument 'start_line'; "
                                                                      "did you mean 'start'?"),
                 ("get_lines", {"path": "heapq.py", "start": 1, "stop": 9}, "unknown argument 'stop'; did you mean "
                                                                            "'end'?"),
-                ("index_status", {"verbose": True}, "index_status got an unknown argument 'verbose'"),
+                ("index_status", {"verbose": True}, "index_status got an unknown argument 'verbose': it takes no "
+                                                    "arguments"),
                 ("search_code", {"query": 42}, "search_code: query must be a string, got 42"),
                 ("search_code", {"k": 2}, "search_code: query is missing"),
                 ("get_lines", {"path": "heapq.py", "start": "one"}, "get_lines: start must be a whole number, got "

@@ -26,7 +26,7 @@ from .chunking.notebook import chunk_notebook, read_notebook
 from .chunking.overlap import index_text
 from .chunking.span import Span, SpanTree
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one place the version is written: pyproject.toml reads it
 
 __all__ = [
     "ASTChunker",

@@ -139,6 +139,8 @@ def nearest_argument(name: str, valid: Iterable[str]) -> str | None:
 def unknown_argument(owner: str, name: str, valid: Iterable[str]) -> ConfigurationError:
     """The error for an argument ``owner`` does not take: it names the nearest valid one and lists them all."""
     names = sorted(valid)
+    if not names:
+        return ConfigurationError(f"{owner} got an unknown argument {name!r}: it takes no arguments")
     best = nearest_argument(name, names)
     hint = f"; did you mean {best!r}?" if best else ""
     msg = f"{owner} got an unknown argument {name!r}{hint} (it takes: {', '.join(names)})"

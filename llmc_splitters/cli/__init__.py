@@ -28,7 +28,7 @@ unexpected error (a store failure; a bug, said in one line: ``LLMC_DEBUG=1`` sho
 (bad option, settings that conflict with the existing index); 3 no index at the given location; 4 a path that does
 not exist; 5 unreadable or unsupported input (a binary or unreadable file given to ``chunk``; ``index`` finished but
 some files could not be read or chunked: they are listed); 6 a missing optional dependency; 130 interrupted
-(SIGINT), 143 terminated (SIGTERM): every file prepared before the signal is kept.
+(SIGINT), 143 terminated (SIGTERM): every file finished before the signal is kept.
 
 Each command is a module of this package (:mod:`.chunk`, :mod:`.index`, :mod:`.query`, :mod:`.stats`,
 :mod:`.mcp`) with its arguments (``add_parser``) and what it does (``run``). What they share (exit codes, errors,
@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import ConfigurationError, LlmcError, MissingDependencyError
+from ..errors import ConfigurationError, LlmcError, MissingDependencyError, nearest_argument
 from . import chunk, index, mcp, query, stats
 from .common import CliError, ExitCode, NoIndex, err
 
@@ -58,14 +58,41 @@ _COMMANDS = {"chunk": chunk, "index": index, "query": query, "stats": stats, "mc
 
 
 class _Parser(argparse.ArgumentParser):
-    """``argparse`` that raises instead of exiting, so :func:`main` returns the usage exit code."""
+    """``argparse`` that raises instead of exiting, so :func:`main` returns the usage exit code; the top-level
+    one knows its commands' parsers (``commands``)."""
+
+    commands: dict[str, argparse.ArgumentParser]
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         raise CliError(f"{self.prog}: error: {message}", ExitCode.USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _unrecognized(parser: argparse.ArgumentParser, extra: Sequence[str], question: str | None = None) -> str:
+    """argparse's "unrecognized arguments", with the option the first one most likely stands for, as the Python API
+    names the nearest argument (:func:`~llmc_splitters.errors.unknown_argument`); words after ``query``'s
+    ``question`` are the rest of an unquoted question.
+
+    Example:
+        >>> p = argparse.ArgumentParser(prog="llmc-splitters query")
+        >>> _ = p.add_argument("--k"), p.add_argument("--max-context-tokens")
+        >>> _unrecognized(p, ["--kk", "3"])
+        'unrecognized arguments: --kk 3; did you mean --k?'
+    """
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    flag = next((a for a in extra if a.startswith("--")), None)
+    if flag is not None:
+        options = {o[2:].replace("-", "_"): o for a in parser._actions for o in a.option_strings  # noqa: SLF001
+                   if o.startswith("--")}
+        best = nearest_argument(flag[2:].split("=", 1)[0].replace("-", "_"), options)
+        if best is not None:
+            return f"{message}; did you mean {options[best]}?"
+    if not flag and question is not None:
+        return f'{message}; put the whole question in quotes: {parser.prog} "{" ".join([question, *extra])}"'
+    return message
+
+
+def build_parser() -> _Parser:
     """The argument parser of ``llmc-splitters``."""
     parser = _Parser(
         prog="llmc-splitters",
@@ -78,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command in _COMMANDS.values():
         command.add_parser(sub)
+    parser.commands = dict(sub.choices)
     return parser
 
 
@@ -94,7 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the command's own parser, with its usage and the option meant
+            target = parser.commands.get(args.command) or parser
+            target.error(_unrecognized(target, extra, getattr(args, "question", None)))
         if args.command is None:
             parser.print_help(sys.stderr)
             return int(ExitCode.USAGE)

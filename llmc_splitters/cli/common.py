@@ -29,10 +29,12 @@ __all__ = [
     "max_tokens_of",
     "open_index",
     "positive",
+    "read_last_run",
     "read_manifest",
     "store_location",
     "use_color",
     "vectors_arg",
+    "why_empty",
 ]
 
 DB_DIRNAME = ".llmc"
@@ -133,7 +135,9 @@ def _embedding_for(spec: str) -> Any:
         raise CliError(f"error: {exc} (or re-index with --embedding none --reset)", ExitCode.MISSING_DEPENDENCY) \
             from exc
     except ConfigurationError as exc:
-        raise CliError(f"error: --embedding {spec!r}: {exc}", ExitCode.USAGE) from exc
+        said = str(exc)
+        named = said if said.startswith(f"--embedding {spec!r}") else f"--embedding {spec!r}: {said}"
+        raise CliError(f"error: {named}", ExitCode.USAGE) from exc
 
 
 def choose_embedding(spec: str, recorded: str | None, where: Path) -> tuple[Any, str | None]:
@@ -205,8 +209,9 @@ def store_location(db: Path, vectors: Any) -> str:
     return str(db)
 
 
-def open_index(args: argparse.Namespace) -> tuple[Any, Path]:
-    """An existing index, opened to be read, with the embedding it was built with; exits 3 when there is none."""
+def open_index(args: argparse.Namespace, *, allow_empty: bool = False) -> tuple[Any, Path]:
+    """An existing index, opened to be read, with the embedding it was built with; exits 3 when there is none, or
+    when it holds no file (unless ``allow_empty``: ``stats`` shows an empty index, and why it is empty)."""
     from ..retrieval import CodeIndex
     from ..retrieval.storage.span_store import IndexNotFoundError
     db = find_db(args.db)
@@ -233,8 +238,8 @@ def open_index(args: argparse.Namespace) -> tuple[Any, Path]:
         raise NoIndex(str(exc)) from exc
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
-    if index.span_store.counts()["files"] == 0 and not index.span_store.pending(3):
-        raise NoIndex(f"the index in {db} is empty; run `llmc-splitters index PATH --db {db}`")
+    if not allow_empty and index.span_store.counts()["files"] == 0 and not index.span_store.pending(3):
+        raise NoIndex(f"the index in {db} is empty: {why_empty(read_manifest(db), read_last_run(db))}")
     return index, db
 
 
@@ -248,6 +253,36 @@ def _check_collection(vectors: Any, db: Path) -> None:
         msg = (f"no vectors for the index in {db}: collection {vectors.collection_name!r} does not exist in "
                f"{vectors!r}. Build it with `llmc-splitters index PATH --db {db}`")
         raise NoIndex(msg) from exc
+
+
+def why_empty(manifest: dict[str, Any], last_run: dict[str, Any]) -> str:
+    """Why an index holds no file, from what ``index`` recorded: its root and file patterns (``manifest``), and
+    what its last run skipped or failed (``last_run``, the summary it printed).
+
+    Example:
+        >>> why_empty({}, {})
+        'no file was indexed into it: `llmc-splitters index PATH` indexes the source files under PATH'
+    """
+    from ..ingest.walk import DEFAULT_INCLUDE, Skip, nothing_selected
+
+    root = manifest.get("root") or last_run.get("root")
+    if not root:
+        return "no file was indexed into it: `llmc-splitters index PATH` indexes the source files under PATH"
+    if last_run.get("failed"):
+        return f"every file selected under {root} failed to index; `llmc-splitters index {root}` lists why"
+    include = (manifest.get("walk") or {}).get("include") or DEFAULT_INCLUDE
+    skipped = [Skip(d["path"], d["kind"], d.get("reason", "")) for d in last_run.get("skipped_paths") or ()]
+    return nothing_selected(root, include, skipped)
+
+
+def read_last_run(db: Path | None) -> dict[str, Any]:
+    """The summary of the last ``index`` run (``DB/last-index.json``); empty if there is none."""
+    if db is None:
+        return {}
+    try:
+        return json.loads((db / LAST_RUN).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def read_manifest(db: Path | None) -> dict[str, Any]:

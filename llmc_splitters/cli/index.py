@@ -8,13 +8,12 @@ import contextlib
 import datetime as _dt
 import importlib.util
 import json
-import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..errors import ConfigurationError
 from .common import (
@@ -31,8 +30,10 @@ from .common import (
     read_manifest,
     store_location,
     vectors_arg,
+    why_empty,
 )
 from .milvus import milvus_store, recorded_of, write_manifest
+from .progress import Progress
 
 __all__ = ["add_parser", "run"]
 
@@ -95,62 +96,6 @@ def add_parser(sub: Any) -> None:
                    "[mcp] extra)")
     p.add_argument("--list-skipped", action="store_true", help="list every skipped path with its reason")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-
-
-class _Progress:
-    """Files/s progress on stderr: a tqdm bar on a terminal, else a line at every 10% and at least every 15 s."""
-
-    def __init__(self, total: int, *, enabled: bool, stream: IO[str] | None = None) -> None:
-        self.total = total
-        self.stream = stream or sys.stderr
-        self.done = 0
-        self.start = time.monotonic()
-        self.bar: Any = None
-        self.lines = False
-        self._last_line = self.start
-        self._last_decile = 0
-        if not enabled or total == 0:
-            return
-        if getattr(self.stream, "isatty", lambda: False)() and importlib.util.find_spec("tqdm") is not None:
-            from tqdm import tqdm
-
-            try:
-                size = os.get_terminal_size(self.stream.fileno())
-                sized = size.columns > 0 and size.lines > 0
-            except (OSError, ValueError, AttributeError):
-                sized = False
-            # NOTE: tqdm hides its bar on a terminal that reports 0 rows (a pseudo-terminal nobody sized): give a size.
-            extra: dict[str, Any] = {"dynamic_ncols": True} if sized else {"ncols": 100, "nrows": 24}
-            self.bar = tqdm(total=total, unit="file", file=self.stream, desc="indexing", **extra)
-        else:
-            self.lines = True
-            self._line()
-
-    def advance(self, path: str) -> None:
-        self.done += 1
-        if self.bar is not None:
-            self.bar.set_postfix_str(path[-40:], refresh=False)
-            self.bar.update(1)
-        elif self.lines:
-            now = time.monotonic()
-            decile = self.done * 10 // self.total
-            if decile > self._last_decile or now - self._last_line >= 15 or self.done == self.total:
-                self._last_decile = decile
-                self._line()
-
-    def _line(self) -> None:
-        now = time.monotonic()
-        self._last_line = now
-        elapsed = now - self.start
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        eta = f", eta {(self.total - self.done) / rate:.0f} s" if rate > 0 and self.done < self.total else ""
-        pct = 100 * self.done // self.total
-        print(f"indexing: {self.done}/{self.total} files ({pct}%), {rate:.1f} files/s, {elapsed:.1f} s{eta}",
-              file=self.stream, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def run(args: argparse.Namespace) -> ExitCode:
@@ -231,24 +176,19 @@ def run(args: argparse.Namespace) -> ExitCode:
                           reset=args.reset, embed_workers=args.embed_workers, store=milvus)
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
+    before = (recorded or {}).get("settings")
+    if before and not args.reset and before != index.settings_fingerprint:
+        again = "every file is chunked again" + (" (texts embedded before are not embedded again)"
+                                                 if embedding is not None else "")
+        err(f"note: {_settings_change(before, index.settings_fingerprint)}: {again}")
 
-    progress = _Progress(len(walked.files), enabled=not args.quiet)
-    processed: list[str] = []
-
-    def selected() -> Iterator[Path]:
-        # The index pulls the next path once it has dealt with the previous one: progress follows.
-        for rel in walked.files:
-            if processed:
-                progress.advance(processed[-1])
-            processed.append(rel)
-            yield root / rel
-
+    progress = Progress(len(walked.files), enabled=not args.quiet, hybrid=embedding is not None)
     t1 = time.monotonic()
     interrupted: Any = None
     try:
-        total = index.index_files(selected(), root=root, workers=args.workers)
-        if processed:
-            progress.advance(processed[-1])
+        total = index.index_files((root / rel for rel in walked.files), root=root, workers=args.workers,
+                                  progress=progress.update)
+        progress.finish()
         if not args.no_prune:
             total.removed.extend(index.remove_many(sorted(set(index.paths) - set(walked.files))))
     except IndexInterrupted as exc:
@@ -258,10 +198,9 @@ def run(args: argparse.Namespace) -> ExitCode:
         progress.close()
     t_index = time.monotonic() - t1
     if interrupted is not None:
-        kept = total.written
-        err(f"interrupted ({interrupted.signal_name}) after {len(processed)} of {len(walked.files)} files: {kept} "
-             f"written in this run were kept ({len(total.unchanged)} were already up to date); run the same command "
-             "again to continue (finished files are skipped)")
+        err(_interrupted_note(interrupted.signal_name, total, len(walked.files)))
+        if milvus is None:
+            index.close()
         return ExitCode.TERMINATED if interrupted.signal_name == "SIGTERM" else ExitCode.INTERRUPTED
 
     for sk in walked.unreadable:
@@ -317,6 +256,7 @@ def run(args: argparse.Namespace) -> ExitCode:
                  "max_file_bytes": options.max_file_bytes},
         "indexed_at": summary["indexed_at"],
     }
+    summary["empty"] = why_empty(manifest, summary) if counts["files"] == 0 else None
     if milvus is not None:
         write_manifest(index, manifest, summary)
         if not args.watch:
@@ -327,13 +267,59 @@ def run(args: argparse.Namespace) -> ExitCode:
             (db / LAST_RUN).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        if summary["empty"]:
+            err(f"note: the index is empty: {summary['empty']}")
     else:
         _print_index_summary(summary, walked.skipped, list_all=args.list_skipped)
     if total.failed:
         err(f"warning: {len(total.failed)} files could not be indexed (listed above); exit code 5")
     if args.watch:
         return _watch_tree(index, root, options, as_json=args.json)
+    if milvus is None:
+        index.close()  # the lexical index's writers and their lock: free for the next command, in this process too
     return ExitCode.UNREADABLE if total.failed else ExitCode.OK
+
+
+def _settings_change(before: str, now: str) -> str:
+    """What differs between two chunking-settings fingerprints (``ASTChunker:512:tiktoken:cl100k_base:0.2.0``).
+
+    Example:
+        >>> _settings_change("ASTChunker:512:tiktoken:cl100k_base:0.2.0", "ASTChunker:256:tiktoken:cl100k_base:0.2.0")
+        'the leaf budget changed from 512 to 256 tokens (--max-tokens)'
+    """
+    old, new = before.split(":"), now.split(":")
+    if len(old) < 4 or len(new) < 4:
+        return f"the chunking settings changed from {before!r} to {now!r}"
+    said = []
+    if old[1] != new[1]:
+        said.append(f"the leaf budget changed from {old[1]} to {new[1]} tokens (--max-tokens)")
+    if old[2:-1] != new[2:-1]:
+        said.append(f"the tokenizer changed from {':'.join(old[2:-1])} to {':'.join(new[2:-1])}")
+    if old[0] != new[0]:
+        said.append(f"the chunker changed from {old[0]} to {new[0]}")
+    if old[-1] != new[-1]:
+        said.append(f"the index was chunked by llmc-splitters {old[-1]}, this is {new[-1]}")
+    return "; ".join(said) or f"the chunking settings changed from {before!r} to {now!r}"
+
+
+def _interrupted_note(signal_name: str, report: Any, files: int) -> str:
+    """What an interrupted run kept, and what it did not, in words that cannot read as "done".
+
+    Example:
+        >>> from llmc_splitters.retrieval import IndexReport
+        >>> print(_interrupted_note("SIGINT", IndexReport(), 1))
+        interrupted (SIGINT) before any file was written: nothing of this run is in the index (1 file still to index); run the same command again to continue
+    """
+    written, unchanged = report.written, len(report.unchanged)
+    left = files - written - unchanged - len(report.failed)
+    rest = f"{left} file{'s' if left != 1 else ''} still to index"
+    if unchanged:
+        rest += f", {unchanged} were up to date already"
+    if not written:
+        return (f"interrupted ({signal_name}) before any file was written: nothing of this run is in the index "
+                f"({rest}); run the same command again to continue")
+    return (f"interrupted ({signal_name}): {written} of {files} files were written in this run and are kept "
+            f"({rest}); run the same command again to continue (finished files are skipped)")
 
 
 def _prepare_model(spec: str) -> ExitCode:
@@ -393,22 +379,6 @@ def _watch_tree(index: Any, root: Path, options: Any, *, as_json: bool) -> ExitC
 # Files with syntax errors listed in the summary (all of them in --json and the last run's record).
 _LISTED_ERRORS = 10
 
-_KIND_LABELS = {
-    "unsupported": "not an indexed file type",
-    "skip_dir": "vendored, build, cache or VCS directories",
-    "hidden": "hidden files and directories",
-    "gitignored": "ignored by .gitignore",
-    "excluded": "matched --exclude",
-    "minified": "minified",
-    "too_large": "larger than --max-file-size",
-    "empty": "empty",
-    "special": "not a regular file / symlink",
-    "binary": "binary",
-    "generated": "generated (marker in the first lines)",
-    "unreadable": "unreadable",
-    "database": "the index database",
-}
-
 
 def _short(text: str, n: int = 60) -> str:
     """``text`` cut to at most ``n`` characters at a space (never inside a word or a path)."""
@@ -416,7 +386,7 @@ def _short(text: str, n: int = 60) -> str:
 
 
 def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, list_all: bool) -> None:
-    from ..ingest.walk import summarize_skips
+    from ..ingest.walk import SKIP_LABELS, summarize_skips
 
     out: list[str] = []
     emb = "none (lexical BM25 only)" if summary["embedding"] == "none" else \
@@ -455,7 +425,7 @@ def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, lis
             out.append(f"    {s.path}  [{s.kind}] {s.detail}")
     else:
         for kind, n, examples in summarize_skips(skipped):
-            label = _KIND_LABELS.get(kind, kind)
+            label = SKIP_LABELS.get(kind, kind)
             if kind == "unsupported":
                 exts = Counter(Path(s.path).suffix or "(none)" for s in skipped if s.kind == kind)
                 detail = ", ".join(f"{e} {c}" for e, c in exts.most_common(8))
@@ -467,5 +437,7 @@ def _print_index_summary(summary: dict[str, Any], skipped: Sequence[Any], *, lis
             out.append(f"    {n:>6}  {label}: {detail}")
         where = f"{summary['db']}/{LAST_RUN}" if summary["db"] else "--json"
         out.append(f"  every skipped path and its reason: --list-skipped, or {where}")
+    if summary["empty"]:
+        out.append(f"  empty      the index holds no file: {summary['empty']}")
     sys.stdout.write("\n".join(out) + "\n")
     sys.stdout.flush()

@@ -145,7 +145,9 @@ def run(args: argparse.Namespace) -> ExitCode:
         from ..retrieval import CodeRetriever
 
         try:
-            index = _open_tree_index(args, db, options, milvus) if args.path else open_index(args)[0]
+            # An empty index is served: index_status says why it is empty.
+            index = _open_tree_index(args, db, options, milvus) if args.path else \
+                open_index(args, allow_empty=True)[0]
         except CliError as exc:
             raise RequestError(str(exc).removeprefix("error: ")) from exc
         except LlmcError as exc:  # no index there (NoIndex), a store that cannot be opened

@@ -16,7 +16,7 @@ from pathlib import Path
 from . import common
 from .common import CliError, ExitCode, NoIndex, max_tokens_of
 
-__all__ = ["milvus_store", "open_index", "open_milvus_index", "recorded_of", "write_manifest"]
+__all__ = ["last_run_of", "milvus_store", "open_index", "open_milvus_index", "recorded_of", "write_manifest"]
 
 DEFAULT_COLLECTION = "llmc"
 
@@ -34,13 +34,13 @@ def milvus_store(args: argparse.Namespace) -> Any:
     return MilvusStore(uri, collection=args.collection or DEFAULT_COLLECTION)
 
 
-def open_index(args: argparse.Namespace) -> tuple[Any, Path | None]:
+def open_index(args: argparse.Namespace, *, allow_empty: bool = False) -> tuple[Any, Path | None]:
     """The index ``query``, ``stats`` and ``mcp`` read: in Milvus with ``--milvus`` (no directory: ``None``), else
-    the directory's (:func:`~llmc_splitters.cli.common.open_index`)."""
+    the directory's (:func:`~llmc_splitters.cli.common.open_index`; ``allow_empty`` as there)."""
     store = milvus_store(args)
     if store is not None:
-        return open_milvus_index(args, store)[0], None
-    return common.open_index(args)
+        return open_milvus_index(args, store, allow_empty=allow_empty)[0], None
+    return common.open_index(args, allow_empty=allow_empty)
 
 
 def recorded_of(store: Any) -> dict[str, Any] | None:
@@ -60,9 +60,10 @@ def write_manifest(index: Any, manifest: dict[str, Any], summary: dict[str, Any]
         index.span_store.set_meta("last-index", json.dumps(summary))
 
 
-def open_milvus_index(args: argparse.Namespace, store: Any) -> tuple[Any, dict[str, Any]]:
+def open_milvus_index(args: argparse.Namespace, store: Any, *, allow_empty: bool = False
+                      ) -> tuple[Any, dict[str, Any]]:
     """An existing index in Milvus, opened to be read with the model it was built with, and its manifest; exits 3
-    when there is none (or it is empty)."""
+    when there is none (or it is empty, unless ``allow_empty``)."""
     from ..errors import ConfigurationError
     from ..retrieval import CodeIndex
     from ..retrieval.storage.span_store import IndexNotFoundError
@@ -80,7 +81,15 @@ def open_milvus_index(args: argparse.Namespace, store: Any) -> tuple[Any, dict[s
         raise NoIndex(str(exc)) from exc
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
-    if index.span_store.counts()["files"] == 0:
-        raise NoIndex(f"the index in Milvus at {store.uri} (collection {store.collection!r}) is empty; run "
-                      f"`llmc-splitters index PATH --milvus {store.uri} --collection {store.collection}`")
+    if not allow_empty and index.span_store.counts()["files"] == 0:
+        why = common.why_empty(recorded.get("manifest") or {}, last_run_of(index))
+        raise NoIndex(f"the index in Milvus at {store.uri} (collection {store.collection!r}) is empty: {why}")
     return index, recorded.get("manifest") or {}
+
+
+def last_run_of(index: Any) -> dict[str, Any]:
+    """The summary of the last ``index`` run into a Milvus index (its collection's metadata); empty if none."""
+    try:
+        return json.loads(index.span_store.get_meta("last-index") or "{}")
+    except ValueError:
+        return {}

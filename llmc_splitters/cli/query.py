@@ -32,13 +32,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--language", help="only spans of this language (python, typescript, ...)")
     p.add_argument("--kind", help="only spans of this kind (function, method, class, ...)")
     p.add_argument("--multi-stage", action="store_true", help="rank file/class summaries first, then their spans")
+    p.add_argument("--dense-fallback", action="store_true",
+                   help="when no word of the question occurs in the index, show the nearest spans by meaning alone "
+                   "(dense search; a hybrid index) instead of no hits")
     p.add_argument("--json", action="store_true", help="hits, pieces and context as JSON")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="syntax highlighting")
 
 
 def run(args: argparse.Namespace) -> ExitCode:
-    """Print the context the index gives for ``args.question``; when nothing matches, one line that says why (the
-    words, or a filter that matches no indexed path), and exit 0."""
+    """Print the context the index gives for ``args.question``; when nothing matches, one line that says why (no
+    word of it in the index, or a filter that matches no indexed path), and exit 0. Hits found by meaning alone
+    (``--dense-fallback``, no word in the index) are said to be so first."""
     from ..retrieval import CodeRetriever
 
     index, _db = open_index(args)
@@ -49,12 +53,17 @@ def run(args: argparse.Namespace) -> ExitCode:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FilterWarning)
             result = retriever.retrieve(args.question, multi_stage=args.multi_stage, path=args.filter_path,
-                                        language=args.language, kind=args.kind)
+                                        language=args.language, kind=args.kind, dense_fallback=args.dense_fallback)
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
     unmatched = next((str(w.message) for w in caught if issubclass(w.category, FilterWarning)), None)
     message = None
-    if not result.hits:
+    if not result.words_in_index:
+        by_meaning = "--dense-fallback shows the nearest spans by meaning alone" if embedding is not None else \
+            "the index is lexical: it matches words only"
+        message = (f"no hits: no word of the question occurs in the index ({by_meaning})" if not result.hits else
+                   "no word of the question occurs in the index: these hits are the nearest spans by meaning alone")
+    elif not result.hits:
         scope = f" under the filters ({' '.join(f'{k}={v}' for k, v in filters.items())})" if filters else ""
         message = f"no hits: {unmatched}" if unmatched else f"no hits: nothing in the index{scope} matches these words"
     elif not result.pieces:
@@ -67,6 +76,7 @@ def run(args: argparse.Namespace) -> ExitCode:
             "mode": "hybrid" if embedding is not None else "lexical",
             "filters": filters,
             "message": message,
+            "words_in_index": result.words_in_index,
             "confidence": result.confidence,
             "token_count": result.token_count,
             "max_context_tokens": result.max_context_tokens,
@@ -94,6 +104,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         sys.stdout.write(message + "\n")
         return ExitCode.OK
     head = [
+        *([f"note: {message}"] if not result.words_in_index else []),
         f"query: {result.query!r}  ({mode})",
         f"confidence {result.confidence:.2f}; {len(result.hits)} hits; context {result.token_count}/"
         f"{result.max_context_tokens} tokens",
@@ -105,7 +116,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         head.append("files, best first:")
         head.extend(f"  {i}. {f.path}:{f.start_line}-{f.end_line}  {f.symbol or '-'}"
                     for i, f in enumerate(result.files, 1))
-    if message:
+    if message and result.words_in_index:
         head.append(f"  {message}")
     color = use_color(args.color, sys.stdout)
     if not color:

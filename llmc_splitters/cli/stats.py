@@ -9,8 +9,8 @@ import sys
 from collections import Counter
 from typing import Any
 
-from .common import DB_DIRNAME, ExitCode, add_store_args, read_manifest, store_location
-from .milvus import open_index
+from .common import DB_DIRNAME, ExitCode, add_store_args, read_last_run, read_manifest, store_location, why_empty
+from .milvus import last_run_of, open_index
 
 __all__ = ["add_parser", "run"]
 
@@ -24,8 +24,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> ExitCode:
-    """Print what the index holds."""
-    index, db = open_index(args)
+    """Print what the index holds (an empty index too, with why it is empty)."""
+    index, db = open_index(args, allow_empty=True)
     manifest = read_manifest(db) if db is not None else json.loads(index.span_store.get_meta("manifest") or "{}")
     store = index.span_store
     st = store.stats()
@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> ExitCode:
         "pending": status["pending"],
         "failed": status["failed"],
         "disk_bytes": size,
+        "empty": why_empty(manifest, read_last_run(db) if db is not None else last_run_of(index))
+        if counts["files"] == 0 and not status["pending"] else None,
     }
     roles = Counter(out["records"])
     by_lang = Counter(out["leaf_spans_by_language"])
@@ -75,5 +77,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     ]
     if size is not None:
         lines.append(f"disk       {size / 1e6:.1f} MB")
+    if out["empty"]:
+        lines.append(f"empty      the index holds no file: {out['empty']}")
     sys.stdout.write("\n".join(lines) + "\n")
     return ExitCode.OK

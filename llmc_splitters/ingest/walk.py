@@ -70,10 +70,12 @@ __all__ = [
     "DEFAULT_INCLUDE",
     "DEFAULT_SKIP_DIRS",
     "MINIFIED_PATTERNS",
+    "SKIP_LABELS",
     "Skip",
     "WalkOptions",
     "WalkResult",
     "generated_marker",
+    "nothing_selected",
     "summarize_skips",
     "walk",
 ]
@@ -506,3 +508,43 @@ def summarize_skips(skips: Sequence[Skip], examples: int = 3) -> list[tuple[str,
     for s in skips:
         groups.setdefault(s.kind, []).append(s)
     return [(k, len(v), v[:examples]) for k, v in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+
+
+SKIP_LABELS = {
+    "unsupported": "not an indexed file type",
+    "skip_dir": "vendored, build, cache or VCS directories",
+    "hidden": "hidden files and directories",
+    "gitignored": "ignored by .gitignore",
+    "excluded": "matched --exclude",
+    "minified": "minified",
+    "too_large": "larger than --max-file-size",
+    "empty": "empty",
+    "special": "not a regular file / symlink",
+    "binary": "binary",
+    "generated": "generated (marker in the first lines)",
+    "unreadable": "unreadable",
+    "database": "the index database",
+}
+"""What each :attr:`Skip.kind` means, for a person."""
+
+
+def nothing_selected(root: str, include: Sequence[str], skipped: Sequence[Skip]) -> str:
+    """Why a walk of ``root`` selected no file, and how to select some, in one sentence (an empty index says it).
+
+    Example:
+        >>> print(nothing_selected("notes", ("*.py", "*.md"), [Skip("todo.txt", "unsupported", ".txt")]))
+        nothing under notes matches the file patterns (*.py, *.md): 1 path was skipped (1 not an indexed file type); to index such files add --include '*.txt' to `llmc-splitters index`
+    """
+    shown = ", ".join(include[:8]) + (f" and {len(include) - 8} more" if len(include) > 8 else "")
+    skipped = [s for s in skipped if s.kind != "database"]
+    if not skipped:
+        return (f"{root} holds no file (the index takes files matching {shown}); index the directory that holds "
+                "the code")
+    kinds = ", ".join(f"{n} {SKIP_LABELS.get(kind, kind)}" for kind, n, _ in summarize_skips(skipped)[:4])
+    head = f"nothing under {root} matches the file patterns ({shown}): {len(skipped)} " \
+           f"path{'s were' if len(skipped) != 1 else ' was'} skipped ({kinds})"
+    exts = Counter(Path(s.path).suffix for s in skipped if s.kind == "unsupported" and Path(s.path).suffix)
+    if exts:
+        adds = " ".join(f"--include '*{e}'" for e, _ in exts.most_common(2))
+        return f"{head}; to index such files add {adds} to `llmc-splitters index`"
+    return f"{head}; `llmc-splitters index --list-skipped` shows each path and why"

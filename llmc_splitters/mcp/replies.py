@@ -33,8 +33,12 @@ def compact_json(data: Any) -> str:
 
 
 def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], confidence: float, budget: int,
-               notes: list[str], *, clamped: bool, fill: bool = False, files: Sequence[Any] = ()) -> Reply:
+               notes: list[str], *, clamped: bool, fill: bool = False, files: Sequence[Any] = (),
+               words_in_index: bool = True, dense: bool = False) -> Reply:
     """The search reply with the largest context that keeps text + data within ``budget`` (counted, not estimated).
+
+    ``words_in_index=False`` (no word of the query occurs in the index) is said on the reply's first line: no
+    hits, and for a ``dense`` index how to ask for matches by meaning alone; or that the hits are such matches.
 
     ``fill``: ``hits`` are candidates, taken while they fit (the core's fill, see
     :func:`~llmc_splitters.retrieval.context.expand.expand`); only hits up to the last one taken are listed. The reply lists
@@ -55,7 +59,7 @@ def fit_search(retriever: Any, hits: Sequence[Any], contexts: Sequence[Any], con
     def render(exp: Any, listed: int, *, shown_all: bool = False) -> tuple[Reply, int]:
         shown = [shown_all or (exp is not None and (i, "hit") not in exp.dropped) for i in range(listed)]
         reply = _search_reply(hits[:listed], shown, exp, confidence, budget, notes, clamped,
-                              files[:min(MAX_FILES, 2 * (listed - 1))])
+                              files[:min(MAX_FILES, 2 * (listed - 1))], words_in_index, dense)
         return reply, count(reply.text) + count(compact_json(reply.data))
 
     if not hits:
@@ -184,7 +188,8 @@ def slices_reply(retriever: Any, snippets: Sequence[Any], notes: list[str], head
 
 
 def _search_reply(hits: Sequence[Any], shown: list[bool], exp: Any, confidence: float, budget: int,
-                  notes: list[str], clamped: bool, files: Sequence[Any] = ()) -> Reply:
+                  notes: list[str], clamped: bool, files: Sequence[Any] = (), words_in_index: bool = True,
+                  dense: bool = False) -> Reply:
     rows = []
     lines = []
     for i, (h, vis) in enumerate(zip(hits, shown)):
@@ -199,6 +204,11 @@ def _search_reply(hits: Sequence[Any], shown: list[bool], exp: Any, confidence: 
     head = f"confidence {confidence:.2f}; {len(hits)} hits; context {ctx_tokens} tokens; reply within {budget} tokens"
     if not hits:
         head = f"no hits: nothing in the index matches these words (confidence {confidence:.2f})"
+    if not words_in_index:
+        meaning = "dense_fallback=true returns the nearest code by meaning alone" if dense else \
+            "the index is lexical: it matches words only"
+        head = f"no hits: no word of the query occurs in the index ({meaning})" if not hits else \
+            f"no word of the query occurs in the index: these hits match by meaning alone\n{head}"
     if files:
         lines.append("files, best first:")
         lines.extend(f"  {f.path}:{f.start_line}-{f.end_line} {f.symbol or '-'}" for f in files)
@@ -206,7 +216,7 @@ def _search_reply(hits: Sequence[Any], shown: list[bool], exp: Any, confidence: 
     data = {"confidence": round(float(confidence), 4), "hits": rows,
             "files": [{"path": f.path, "start_line": f.start_line, "end_line": f.end_line, "symbol": f.symbol}
                       for f in files],
-            "context_tokens": ctx_tokens,
+            "context_tokens": ctx_tokens, "words_in_index": words_in_index,
             "max_tokens": budget, "clamped": clamped, "notes": list(notes)}
     return Reply(text, data)
 

@@ -182,12 +182,14 @@ def build_server(service: CodeService, *, name: str = "llmc-splitters") -> MCPSe
                                        json_schema_extra={"minimum": 1, "maximum": s.max_k})] = None,
         path: Annotated[str | None, Field(description="Only this file, directory or glob ('src/**/*.ts').")] = None,
         language: Annotated[str | None, Field(description="Only this language (python, typescript, ...).")] = None,
+        dense_fallback: Annotated[bool, Field(description="When no word of the query occurs in the index: the "
+                                              "nearest code by meaning alone, instead of no hits.")] = False,
     ) -> CallToolResult:
         """Search the indexed code; use it first for any question about it. Returns the ranked hits (path, lines,
         symbol) and a confidence, then each hit's code with its class header or skeleton and the imports it uses,
         under '# path:start-end' markers, within max_tokens. Confidence under 0.6: rephrase with identifiers, or
         narrow with path or language. A known name: get_symbol."""
-        return _guarded(service, lambda: service.search_code(query, max_tokens, k, path, language))
+        return _guarded(service, lambda: service.search_code(query, max_tokens, k, path, language, dense_fallback))
 
     def get_symbol(
         name: Annotated[str, Field(description="'Class.method', a function or a class; a bare method name finds "

@@ -291,6 +291,7 @@ class CodeService:
         k: Any = None,
         path: Any = None,
         language: Any = None,
+        dense_fallback: Any = False,
     ) -> Reply:
         """Budgeted search: hits with their scope or class skeleton and used imports, within ``max_tokens``.
 
@@ -300,6 +301,8 @@ class CodeService:
             k: Hits to expand (default :attr:`ServiceSettings.k`; ``None`` fills the budget).
             path: Only files under this path (a file or directory, relative to the root).
             language: Only files in this language (``python``, ``typescript``, ...).
+            dense_fallback: When no word of the query occurs in the index, the nearest code by meaning alone
+                (default: no hits, and the reply says that no word occurs; see ``SearchResult.words_in_index``).
 
         Raises:
             RequestError: A bad argument, or an index that cannot be opened.
@@ -310,6 +313,8 @@ class CodeService:
         if len(query) > _MAX_QUERY_CHARS:
             msg = f"query has {len(query)} characters; keep it under {_MAX_QUERY_CHARS} (the key words or lines)"
             raise RequestError(msg)
+        if not isinstance(dense_fallback, bool):
+            raise RequestError(f"dense_fallback must be true or false, got {dense_fallback!r}")
         budget, clamp_note = self._budget(max_tokens)
         k = self._k(k)
         prefix = relative_path(path, what="path", allow_root=True) if path is not None else ""
@@ -323,10 +328,12 @@ class CodeService:
             return fit_search(retriever, [], [], 0.0, budget, notes, clamped=clamp_note is not None, files=())
         with retriever.index.span_store.snapshot():
             where = _path_filter(retriever.index.span_store, prefix) if prefix else None
-            hits, confidence, contexts, files = search_with_contexts(retriever, query, k or self.settings.max_k,
-                                                                     where, lang)
+            hits, confidence, contexts, files, in_index = search_with_contexts(
+                retriever, query, k or self.settings.max_k, where, lang, dense_fallback=dense_fallback)
             self.search_ready = True
-            if not hits and (where or lang):
+            if not hits and not retriever.index.span_store.counts()["files"]:
+                notes.append(f"the index is empty: {self._why_empty()}")
+            elif not hits and in_index and (where or lang):
                 # A filter that lets nothing through is a bad argument, not words that match nothing.
                 unmatched = retriever.index.unmatched_filter(path=where, language=lang)
                 if unmatched is not None:
@@ -334,7 +341,8 @@ class CodeService:
                 given = " ".join(f"{k}={v!r}" for k, v in (("path", where), ("language", lang)) if v)
                 notes.append(f"indexed files match the filters ({given}), but none of their code matches these words")
             return fit_search(retriever, hits, contexts, confidence, budget, notes, clamped=clamp_note is not None,
-                              fill=k is None, files=files)
+                              fill=k is None, files=files, words_in_index=in_index,
+                              dense=retriever.index.embedding is not None)
 
     # ----------------------------------------------------------------------------------------------- slices
 
@@ -427,6 +435,7 @@ class CodeService:
             "failed_count": len(failed),
             "last_error": self.scrub(r.last_error) if r is not None and r.last_error else None,
             "watch_error": self.watch_error,
+            "empty": self._why_empty() if st["files"] == 0 and not st["pending"] else None,
         }
         files, leaves = data["files_indexed"], data["leaf_spans"]
         how = {"watch": "watching the tree", "refresh": "checking the tree before each request",
@@ -442,6 +451,8 @@ class CodeService:
             f"embedding {data['embedding']} ({data['search']}); chunking {data['chunking']['settings']}",
             f"reply budget {self.settings.max_tokens} tokens by default, {self.settings.hard_cap} at most",
         ]
+        if data["empty"]:
+            lines.append(f"the index is empty: {data['empty']}")
         if failed:
             lines.append(f"{len(failed)} files failed: " + "; ".join(f"{p}: {self.scrub(v)}"
                                                                     for p, v in list(failed.items())[:10]))
@@ -449,6 +460,20 @@ class CodeService:
             if data[key]:
                 lines.append(f"{key.replace('_', ' ')}: {data[key]}")
         return Reply("\n".join(lines), data)
+
+    def _why_empty(self) -> str:
+        """Why the index holds no file: what the tree's walk selects (nothing, and why), or that its files are
+        still being indexed."""
+        from ..ingest.walk import nothing_selected, walk
+
+        r = self.refresher
+        if r is None or self.root is None:
+            return "no file was indexed into it (`llmc-splitters index PATH` indexes the source files under PATH)"
+        found = walk(self.root, r.state.options)
+        if found.files:
+            return f"the tree's {len(found.files)} files are still being indexed" if not r.caught_up else \
+                f"the tree's {len(found.files)} files could not be indexed (see failed_files)"
+        return self.scrub(nothing_selected(self.root.name, r.state.options.include, found.skipped))
 
     def reindex(self, paths: Any = None) -> Reply:
         """Bring the index up to date now (the whole tree, or only ``paths``) and say what changed.
@@ -514,19 +539,20 @@ class CodeService:
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def search_with_contexts(retriever: Any, query: str, k: int, path: str | None,
-                         language: str | None) -> tuple[list[Any], float, list[Any], tuple[Any, ...]]:
-    """The ``k`` best hits (filtered inside the searches), the confidence, each hit's expansion material, and the
-    ranked files.
+def search_with_contexts(retriever: Any, query: str, k: int, path: str | None, language: str | None, *,
+                         dense_fallback: bool = False) -> tuple[list[Any], float, list[Any], tuple[Any, ...], bool]:
+    """The ``k`` best hits (filtered inside the searches), the confidence, each hit's expansion material, the
+    ranked files, and whether any word of the query occurs in the index.
 
     One function on purpose: :func:`~llmc_splitters.mcp.replies.fit_search` expands these contexts several times
     to fit the budget, which ``CodeRetriever.retrieve`` (one search, one expansion) cannot do; a public
     ``CodeRetriever.expand(hits, budget)`` would replace this.
     """
-    found = retriever.search(query, k, path=path, language=language, ranking=retriever.index.ranking.for_reply())
+    found = retriever.search(query, k, path=path, language=language, dense_fallback=dense_fallback,
+                             ranking=retriever.index.ranking.for_reply())
     hits = list(found.hits)
     contexts = [retriever.index.hit_context(h.span, h.score) for h in hits]
-    return hits, float(found.confidence), contexts, found.files
+    return hits, float(found.confidence), contexts, found.files, found.words_in_index
 
 
 def _language(language: Any) -> str:

@@ -24,6 +24,7 @@ from .context.expand import Expansion, HitContext, Piece, Scope, Snippet, expand
 from .storage.filters import SearchFilter
 from .search.fusion import reciprocal_rank_fusion
 from .index import CodeIndex, FileSummaryInput, Hit, IndexInterrupted, IndexReport, SearchResult
+from .indexing.progress import IndexProgress
 from .terms import code_terms, split_identifier
 from .storage.milvus import MilvusStore, MilvusStoreError
 from .search.question import Question, analyze_question
@@ -46,6 +47,7 @@ __all__ = [
     "HitContext",
     "IndexInterrupted",
     "IndexNotFoundError",
+    "IndexProgress",
     "IndexReport",
     "MilvusStore",
     "MilvusStoreError",

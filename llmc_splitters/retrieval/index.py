@@ -45,6 +45,7 @@ from .context.expand import HitContext, Snippet
 from .storage.filters import SearchFilter, unmatched
 from .search.ranking import Ranking
 from .indexing.indexer import IndexInterrupted, Indexer, IndexReport, Item
+from .indexing.progress import ProgressCallback
 from .storage.index_dir import delete_index, embedding_hint, embedding_name, recorded
 from .storage.lexical_tantivy import LexicalIndex
 from .storage.parts import Chunking, Dense, IndexParts, settings_fingerprint
@@ -372,25 +373,27 @@ class CodeIndex:
 
     # -------------------------------------------------------------------------------------------- indexing
 
-    def index_texts(self, files: Mapping[str, str], *, prune: bool = False, workers: int | str = 1) -> IndexReport:
+    def index_texts(self, files: Mapping[str, str], *, prune: bool = False, workers: int | str = 1,
+                    progress: ProgressCallback | None = None) -> IndexReport:
         """Index in-memory files ``{path: text}``; unchanged files are skipped.
 
         Args:
             files: Path -> full text. The path is stored as given and is what results report.
             prune: Also remove every indexed file that is not in ``files`` (the index mirrors them).
             workers: Chunk in this many worker processes (see :meth:`index_files`).
+            progress: Called at every step (see :meth:`index_files`).
 
         Returns:
             An :class:`IndexReport`.
 
         Raises:
             ConfigurationError: ``workers`` is not a positive integer, or the chunker cannot be sent to workers.
-            IndexInterrupted: SIGINT/SIGTERM stopped the run (every prepared file was written).
+            IndexInterrupted: SIGINT/SIGTERM stopped the run (every file finished by then was written).
         """
         self._check_writable()
         report = IndexReport()
         with self._lock:
-            self._indexer.run((Item(str(p), text) for p, text in files.items()), report, workers)
+            self._indexer.run((Item(str(p), text) for p, text in files.items()), report, workers, progress)
             if prune:
                 report.removed.extend(self._indexer.remove(sorted(set(self.paths) - {str(p) for p in files})))
         return report
@@ -401,6 +404,7 @@ class CodeIndex:
         *,
         root: str | os.PathLike[str] | None = None,
         workers: int | str = 1,
+        progress: ProgressCallback | None = None,
     ) -> IndexReport:
         """Index files from disk; unchanged files are not read (their size and modification time match).
 
@@ -419,13 +423,15 @@ class CodeIndex:
                 the result is the same as with ``workers=1``. A worker that dies fails only its file.
                 ``"auto"`` (what the ``index`` command does): one worker per core, at most 4, when the index has
                 no model and at least 64 files need chunking; else this process.
+            progress: Called with an :class:`~llmc_splitters.retrieval.indexing.progress.IndexProgress` (files
+                chunked, texts embedded, files written) at every change, from the run's threads; keep it quick.
 
         Returns:
             An :class:`IndexReport`.
 
         Raises:
             ConfigurationError: ``workers`` is invalid, or the chunker cannot be pickled.
-            IndexInterrupted: SIGINT/SIGTERM stopped the run (every prepared file was written).
+            IndexInterrupted: SIGINT/SIGTERM stopped the run (every file finished by then was written).
         """
         def items() -> Iterable[Item]:
             for p in paths:
@@ -435,7 +441,7 @@ class CodeIndex:
         self._check_writable()
         report = IndexReport()
         with self._lock:
-            self._indexer.run(items(), report, workers)
+            self._indexer.run(items(), report, workers, progress)
         return report
 
     def index_directory(
@@ -446,6 +452,7 @@ class CodeIndex:
         exclude: Sequence[str] = (),
         prune: bool = True,
         workers: int | str = 1,
+        progress: ProgressCallback | None = None,
     ) -> IndexReport:
         """Index every matching file under ``root``, storing paths relative to it.
 
@@ -456,20 +463,21 @@ class CodeIndex:
                 skipped.
             prune: Remove indexed files that are no longer present (the index mirrors the directory).
             workers: Chunk in this many worker processes (see :meth:`index_files`).
+            progress: Called at every step (see :meth:`index_files`).
 
         Returns:
             An :class:`IndexReport`.
 
         Raises:
             ConfigurationError: ``root`` is not a directory, or ``workers`` is invalid.
-            IndexInterrupted: SIGINT/SIGTERM stopped the run (every prepared file was written).
+            IndexInterrupted: SIGINT/SIGTERM stopped the run (every file finished by then was written).
         """
         base = Path(root)
         if not base.is_dir():
             msg = f"root must be a directory, got {str(root)!r}"
             raise ConfigurationError(msg)
         found = select_files(base, include, exclude)
-        report = self.index_files(found, root=base, workers=workers)
+        report = self.index_files(found, root=base, workers=workers, progress=progress)
         if prune:
             present = {p.relative_to(base).as_posix() for p in found}
             with self._lock:
@@ -535,6 +543,7 @@ class CodeIndex:
         candidates: int = 100,
         rrf_k: int | None = None,
         ranking: Ranking | None = None,
+        dense_fallback: bool = False,
     ) -> SearchResult:
         """Find the leaves that best match ``query``.
 
@@ -559,18 +568,22 @@ class CodeIndex:
             candidates: Depth of each ranked list before fusion.
             rrf_k: The RRF constant (default: the ranking's).
             ranking: The rules (default: this index's ``ranking``, see :class:`CodeIndex`).
+            dense_fallback: When no word of the query occurs in the index (``words_in_index`` is ``False``), return
+                the dense search's nearest leaves anyway, matches by meaning alone (default: no hits).
 
         Returns:
             A :class:`SearchResult`. When it holds no hit because the filters match nothing in the index, a
-            :class:`~llmc_splitters.errors.FilterWarning` says so (see :meth:`unmatched_filter`).
+            :class:`~llmc_splitters.errors.FilterWarning` says so (see :meth:`unmatched_filter`);
+            :attr:`SearchResult.words_in_index` says whether any word of the query occurs in the index.
 
         Raises:
             ConfigurationError: ``k`` is not positive, or a filter is invalid.
         """
-        filt = _filter(filters, path, language, kind)
+        filt = SearchFilter.given(filters, path, language, kind)
         self.span_store.require()
         found = search(self.parts, query, k, filt=filt, multi_stage=multi_stage, summaries=summaries,
-                       candidates=candidates, rrf_k=rrf_k, ranking=ranking or self.ranking)
+                       candidates=candidates, rrf_k=rrf_k, ranking=ranking or self.ranking,
+                       dense_fallback=dense_fallback)
         if not found.hits and not filt.empty:
             note = unmatched(filt, self.span_store)
             if note is not None:
@@ -585,12 +598,4 @@ class CodeIndex:
         Raises:
             ConfigurationError: A filter is invalid.
         """
-        return unmatched(_filter(filters, path, language, kind), self.span_store)
-
-
-def _filter(filters: SearchFilter | Mapping[str, Any] | None, path: str | None, language: str | None,
-            kind: str | None) -> SearchFilter:
-    base = filters if isinstance(filters, SearchFilter) else SearchFilter.from_mapping(filters)
-    if path is None and language is None and kind is None:
-        return base
-    return SearchFilter.of(path or base.path, language or base.language, kind or base.kind)
+        return unmatched(SearchFilter.given(filters, path, language, kind), self.span_store)

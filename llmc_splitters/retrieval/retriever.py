@@ -53,6 +53,9 @@ class Result:
         dropped: Candidates left out for lack of budget, as ``(hit rank, kind)``.
         files: The ranked distinct files of the search (see :attr:`SearchResult.files`), beyond what the budget
             holds.
+        words_in_index: Whether any word of the query occurs in the index (see
+            :attr:`SearchResult.words_in_index`): ``False`` says why there are no hits, or, with
+            ``dense_fallback=True``, that the hits match by meaning alone.
     """
 
     query: str
@@ -64,6 +67,7 @@ class Result:
     confidence: float
     dropped: tuple[tuple[int, str], ...] = ()
     files: tuple[FileRank, ...] = ()
+    words_in_index: bool = True
 
 
 class CodeRetriever:
@@ -202,13 +206,14 @@ class CodeRetriever:
 
     def search(self, query: str, k: int | None = None, *, multi_stage: bool | None = None,
                path: str | None = None, language: str | None = None, kind: str | None = None,
-               filters: SearchFilter | Mapping[str, Any] | None = None, ranking: Ranking | None = None
-               ) -> SearchResult:
-        """Ranked leaf hits with scores, a confidence and the ranked files; see :meth:`CodeIndex.search` (filters
-        and ``ranking`` included)."""
+               filters: SearchFilter | Mapping[str, Any] | None = None, ranking: Ranking | None = None,
+               dense_fallback: bool = False) -> SearchResult:
+        """Ranked leaf hits with scores, a confidence and the ranked files; see :meth:`CodeIndex.search` (filters,
+        ``ranking`` and ``dense_fallback`` included)."""
         k = k or self.k or _SEARCH_K
         return self.index.search(query, k, multi_stage=self.multi_stage if multi_stage is None else multi_stage,
-                                 path=path, language=language, kind=kind, filters=filters, ranking=ranking)
+                                 path=path, language=language, kind=kind, filters=filters, ranking=ranking,
+                                 dense_fallback=dense_fallback)
 
     def get_symbol(self, name: str, path: str | None = None) -> list[Snippet]:
         """Exact slices of a qualified symbol, no search; see :meth:`CodeIndex.get_symbol`."""
@@ -230,6 +235,7 @@ class CodeRetriever:
         language: str | None = None,
         kind: str | None = None,
         filters: SearchFilter | Mapping[str, Any] | None = None,
+        dense_fallback: bool = False,
     ) -> Result:
         """Search, then expand the best hits into a context of at most ``max_context_tokens`` tokens.
 
@@ -250,6 +256,8 @@ class CodeRetriever:
             language: Only spans of this language.
             kind: Only spans of this kind.
             filters: The same filters as a :class:`SearchFilter` or a dict.
+            dense_fallback: When no word of the query occurs in the index, expand the nearest hits by meaning alone
+                (dense search) instead of returning none (see :meth:`CodeIndex.search`).
 
         Returns:
             A :class:`Result`.
@@ -262,7 +270,7 @@ class CodeRetriever:
         fill = k is None
         with self.index.snapshot():  # the hits and their context from one version of each file
             found = self.search(query, _FILL_CANDIDATES if fill else k, multi_stage=multi_stage, path=path,
-                                language=language, kind=kind, filters=filters,
+                                language=language, kind=kind, filters=filters, dense_fallback=dense_fallback,
                                 ranking=self.index.ranking.for_reply())
             contexts = [self.index.hit_context(h.span, h.score, query) for h in found.hits]
             exp = expand(
@@ -270,7 +278,7 @@ class CodeRetriever:
                 include_scopes=expand_context, include_imports=expand_context, fill=fill,
             )
         return Result(query, exp.pieces, exp.context, exp.token_count, budget, found.hits, found.confidence,
-                      exp.dropped, found.files)
+                      exp.dropped, found.files, found.words_in_index)
 
     def retrieve_per_hit(
         self,

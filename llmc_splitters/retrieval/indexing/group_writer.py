@@ -39,12 +39,18 @@ class GroupWriter:
     once, so that a new index answers early. :meth:`close` waits for every submitted group and
     re-raises what a thread raised; :meth:`abandon` (the run failed, or a second Ctrl-C) drops the groups still
     waiting (the next run redoes them) and waits briefly for the ones in hand (each transaction is whole).
+
+    Once ``stopped()`` says so (a signal: see :mod:`.stop`), nothing waits any longer: :meth:`submit` drops a group
+    it would have to wait to queue, the writer writes what it holds at once instead of waiting to join more, and
+    :meth:`close` opens the stores only if the writer holds a group (the embedding stage, given the same test,
+    takes the files it has not embedded out of its groups).
     """
 
     def __init__(self, open_engines: Callable[[], None], embed: Stage, write: Stage, depth: int = 2, *,
                  embed_while_opening: Callable[[], bool] = lambda: False, batch_seconds: float = 0.0,
-                 batch_size: int = 1, size: Size = len) -> None:
+                 batch_size: int = 1, size: Size = len, stopped: Callable[[], bool] = lambda: False) -> None:
         self._open_engines = open_engines
+        self._stopped = stopped
         self._batch_seconds = batch_seconds
         self._batch_size = batch_size
         self._size = size
@@ -96,7 +102,7 @@ class GroupWriter:
                     due = time.monotonic() + (self._batch_seconds if wrote else 0.0)
                 batch.extend(group)
                 size += self._size(group)
-                if size < self._batch_size and time.monotonic() < due:
+                if size < self._batch_size and time.monotonic() < due and not self._stopped():
                     continue
             if batch:
                 if not self._opened.is_set():
@@ -141,6 +147,8 @@ class GroupWriter:
                 self._embed_q.put(group, block=self._opened.is_set(), timeout=0.1)
                 return
             except queue.Full:
+                if self._stopped():
+                    return  # dropped: the next run redoes it
                 if not self._opened.is_set():
                     self._open()  # the caller would wait for the model: the stores open meanwhile
                     continue
@@ -150,15 +158,25 @@ class GroupWriter:
 
     def close(self) -> None:
         """Open the stores if no group needed them yet, wait until every submitted group is written; re-raise what
-        embedding or writing raised."""
+        embedding or writing raised. Stopped, the stores open only if the writer holds a group to write."""
         try:
-            self._open()
+            if not self._stopped():
+                self._open()
+            while True:  # the stop mark; meanwhile open the stores if the writer waits for them
+                try:
+                    self._embed_q.put(None, timeout=0.05)
+                    break
+                except queue.Full:
+                    if self._wanted.is_set():
+                        self._open()
+            while not self._opened.is_set() and any(t.is_alive() for t in self._threads):
+                if self._wanted.wait(0.05):
+                    self._open()
+            for t in self._threads:
+                t.join()
         except BaseException:
             self.abandon()
             raise
-        self._embed_q.put(None)
-        for t in self._threads:
-            t.join()
         self._raise()
 
     def abandon(self) -> None:

@@ -18,10 +18,17 @@ Steps 3 and 4 run on two threads of their own, each one group at a time and in o
 chunks the next files (at most two groups wait at each step): SQLite, tantivy, the vector store and the embedding
 model release the GIL, so chunking, embedding and writing overlap, and the model never waits for the stores.
 
-SIGINT and SIGTERM during a run stop it at once and keep what is done: the file being chunked or laid out is dropped
-(however large it is; the next run indexes it), every file prepared before it is written, and
-:class:`IndexInterrupted` (a ``KeyboardInterrupt``) says how many files were kept. A SIGKILL loses at
-most the files of the group in flight; the next run finds them unchanged-but-missing and redoes them.
+SIGINT and SIGTERM during a run stop it at once, in every step, and keep what is done (see :mod:`.stop`): the file
+being chunked or laid out is dropped (however large it is; the next run indexes it); no call to the model starts
+after the signal, and the files not yet wholly embedded are dropped (the vectors of the calls that finished are
+cached: the next run does not pay for them again); every file already embedded is written, and so is every prepared
+file of a lexical index (nothing to embed). :class:`IndexInterrupted` (a ``KeyboardInterrupt``) says how many files were
+kept. The stop waits for the calls to the model in flight (one per embedding worker, a few texts each: see
+:mod:`~llmc_splitters.retrieval.embeddings.batching`) and the write in hand. A SIGKILL loses at most the files of
+the group in flight; the next run finds them unchanged-but-missing and redoes them.
+
+Progress: ``run``'s ``progress`` callback receives an :class:`~.progress.IndexProgress` at every change (files
+chunked, texts embedded, files written), from the run's threads.
 """
 
 from __future__ import annotations
@@ -30,8 +37,6 @@ import contextlib
 import functools
 import itertools
 import os
-import signal
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -45,11 +50,13 @@ from ..storage.parts import Dense, HasParts, IndexParts, parts_of
 from ..storage.file_rows import PreparedFile, build_file, embed_source, parse_note, sha, split_note
 from ..storage.span_store import LEXICAL, VECTORS, SpanRow
 from .group_writer import GroupWriter
+from .progress import IndexProgress, ProgressCallback, Tracker
+from .stop import Abandon, StopFlag
 from ..storage.chroma_vectors import Record, vector_metadata
 from .workers import Outcome, chunk, chunk_in_processes
 from .workers import payload as worker_payload
 
-__all__ = ["IndexInterrupted", "IndexReport", "Indexer", "Item", "read_text", "stat_of"]
+__all__ = ["IndexInterrupted", "IndexProgress", "IndexReport", "Indexer", "Item", "read_text", "stat_of"]
 
 _GROUP_FILES = 32
 AUTO_MIN_FILES = 64
@@ -81,7 +88,7 @@ class IndexReport:
         bytes_read: Bytes of file content read from disk (0 when every stat matched).
         failed: ``path -> reason`` for files that could not be read, decoded (binary data) or chunked, or whose
             rows could not be written. Such a file keeps the version indexed before, if any.
-        interrupted: ``"SIGINT"``/``"SIGTERM"`` when the run was stopped (every prepared file was kept).
+        interrupted: ``"SIGINT"``/``"SIGTERM"`` when the run was stopped (every file finished by then was kept).
         split: ``path -> how`` for files that were not parsed whole: cut by lines and tokens (over the chunker's
             ``max_file_bytes``), parsed in windows (over ~1 MB), or degraded (a syntax error over most of the file).
         parse_errors: ``path -> where`` for files with syntax errors: their lines, and the lines the chunker parsed
@@ -109,7 +116,8 @@ class IndexReport:
 
 
 class IndexInterrupted(KeyboardInterrupt):
-    """An indexing run was stopped by SIGINT or SIGTERM after writing every file it had prepared.
+    """An indexing run was stopped by SIGINT or SIGTERM after writing every file it had finished (chunked, and
+    with a model embedded; see the module docstring).
 
     Attributes:
         report: What the run did before it stopped (``report.added``/``updated`` are kept in the index).
@@ -133,65 +141,6 @@ class Item:
     stat: tuple[int, int] | None = None
 
 
-class _Abandon(BaseException):
-    """Raised by the signal handler inside :meth:`_StopFlag.abandoning`: the work of that region is dropped."""
-
-
-class _StopFlag:
-    """SIGINT/SIGTERM set a flag instead of raising, while a run is in progress (main thread only).
-
-    Inside :meth:`abandoning` (preparing one file, whose work nothing else depends on) the handler also raises
-    :class:`_Abandon`, so a file that takes minutes to chunk does not hold the stop back.
-    """
-
-    def __init__(self) -> None:
-        self.signal_name: str | None = None
-        self._old: dict[int, Any] = {}
-        self._abandoning = False
-
-    def __enter__(self) -> _StopFlag:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    self._old[sig] = signal.signal(sig, self._handle)
-                except (ValueError, OSError):  # an embedded interpreter that owns its signals
-                    continue
-        return self
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.signal_name is not None and signum == signal.SIGINT:
-            raise KeyboardInterrupt  # a second Ctrl-C: stop now (the group in flight is redone next run)
-        self.signal_name = signal.Signals(signum).name
-        if self._abandoning:
-            self._abandoning = False
-            raise _Abandon
-
-    @contextlib.contextmanager
-    def abandoning(self) -> Iterator[None]:
-        """A region a signal interrupts (raising :class:`_Abandon` out of it) instead of waiting for its end."""
-        self._abandoning = self.signal_name is None
-        try:
-            yield
-        finally:
-            self._abandoning = False
-
-    @contextlib.contextmanager
-    def shielded(self) -> Iterator[None]:
-        """Inside :meth:`abandoning`, a write a signal must not cut; a signal meanwhile drops the region after it."""
-        was, self._abandoning = self._abandoning, False
-        try:
-            yield
-        finally:
-            self._abandoning = was
-        if was and self.signal_name is not None:
-            self._abandoning = False
-            raise _Abandon
-
-    def __exit__(self, *exc: Any) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-
-
 class Indexer:
     """The write path of one index (see the module docstring).
 
@@ -208,8 +157,10 @@ class Indexer:
 
     # ------------------------------------------------------------------------------------------- the stream
 
-    def run(self, items: Iterable[Item], report: IndexReport, workers: int | str) -> None:
-        """Index ``items``; failures go to the report. Raises :class:`IndexInterrupted` on SIGINT/SIGTERM.
+    def run(self, items: Iterable[Item], report: IndexReport, workers: int | str,
+            progress: ProgressCallback | None = None) -> None:
+        """Index ``items``; failures go to the report; ``progress`` is called with each new
+        :class:`~.progress.IndexProgress`. Raises :class:`IndexInterrupted` on SIGINT/SIGTERM.
 
         ``workers="auto"``: chunk in one worker process per core (at most :data:`AUTO_MAX_WORKERS`) when the index
         has no model and at least :data:`AUTO_MIN_FILES` files need chunking, else in this process: a pool's start
@@ -220,8 +171,9 @@ class Indexer:
         self.catch_up()
         markers = self.store.markers()
         fp = self.parts.chunking.fingerprint
-        with _StopFlag() as stop, self._committing():
-            todo: Iterator[Item] = self._changed(items, markers, fp, report, stop)
+        tracker = Tracker(progress)
+        with StopFlag() as stop, self._committing():
+            todo: Iterator[Item] = self._changed(items, markers, fp, report, stop, tracker)
             if workers == "auto":
                 # The first files that need chunking decide: a few changed files are chunked here.
                 head = list(itertools.islice(todo, AUTO_MIN_FILES))
@@ -243,20 +195,23 @@ class Indexer:
                         yield it.path, it.text or "", it.stat
 
                 source = ((texts.pop(p), outcome) for p, _, outcome in chunk_in_processes(payload, pairs(), workers))
-            writer = GroupWriter(self.open_engines, functools.partial(self.embed_group, report=report),
-                                 functools.partial(self.write_group, report=report),
+            writer = GroupWriter(self.open_engines,
+                                 functools.partial(self.embed_group, report=report, stop=stop, tracker=tracker),
+                                 functools.partial(self.write_group, report=report, tracker=tracker),
                                  embed_while_opening=self._runtime_ready, batch_seconds=_WRITE_BATCH_SECONDS,
-                                 batch_size=_WRITE_BATCH_ROWS, size=_rows)
+                                 batch_size=_WRITE_BATCH_ROWS, size=_rows, stopped=stop.requested)
             try:
-                self._prepare(source, markers, fp, report, stop, writer)
+                self._prepare(source, markers, fp, report, stop, writer, tracker)
+                writer.close()
             except BaseException:
                 writer.abandon()
                 raise
-            writer.close()
             self.store.set_failed(report.failed)
             if stop.signal_name is not None:
                 report.interrupted = stop.signal_name
                 raise IndexInterrupted(report, stop.signal_name)
+            if not self.store.exists:  # a run that found nothing to write leaves an index, empty (and says when)
+                self.store.set_meta("updated_at", repr(time.time()))
 
     def _runtime_ready(self) -> bool:
         """Whether embedding can start before the stores open: nothing to embed, or a model whose runtime is now
@@ -271,7 +226,7 @@ class Indexer:
             return False  # the first embedding meets the same failure and reports the files it fails
 
     def _prepare(self, source: Iterable[tuple[Item, Outcome | None]], markers: dict[str, Any], fp: str,
-                 report: IndexReport, stop: _StopFlag, writer: GroupWriter) -> None:
+                 report: IndexReport, stop: StopFlag, writer: GroupWriter, tracker: Tracker) -> None:
         """Chunk and lay out each file of ``source``; hand each full group to ``writer``."""
         group: list[PreparedFile] = []
         # The first groups are small (1, 2, 4, ... files up to a whole group): the model starts on the first file
@@ -284,12 +239,14 @@ class Indexer:
                 with stop.abandoning():
                     step = next(pending, None)
                     prepared = None if step is None else self._prepare_one(*step, fp, report)
-            except _Abandon:
+            except Abandon:
                 break
             if step is None:
                 break
             if prepared is None:
+                tracker.skipped()
                 continue
+            tracker.chunked(prepared.path, len(prepared.views))
             prepared.update = prepared.path in markers
             group.append(prepared)
             if len(group) >= size or sum(len(g.write.rows) for g in group) >= _GROUP_ROWS:
@@ -321,7 +278,7 @@ class Indexer:
             return None
 
     def _changed(self, items: Iterable[Item], markers: dict[str, Any], fp: str, report: IndexReport,
-                 stop: _StopFlag) -> Iterator[Item]:
+                 stop: StopFlag, tracker: Tracker) -> Iterator[Item]:
         """The items that must be (re-)indexed, texts loaded; unchanged ones go to the report."""
         seen: set[str] = set()
         errors = getattr(self.parts.chunking.chunker, "errors", "fallback")
@@ -337,6 +294,7 @@ class Indexer:
                 it.stat = stat_of(it.source)
                 if m is not None and it.stat is not None and m.settings == fp and (m.size, m.mtime_ns) == it.stat:
                     report.unchanged.append(it.path)
+                    tracker.skipped()
                     continue
                 text, failure, n = read_text(it.source, errors)
                 report.bytes_read += n
@@ -347,6 +305,7 @@ class Indexer:
                         with stop.shielded():
                             if self.remove([it.path]):  # gone since it was listed
                                 report.removed.append(it.path)
+                    tracker.skipped()
                     continue
                 it.text = text
             if m is not None and m.settings == fp and m.hash == sha(it.text):
@@ -354,6 +313,7 @@ class Indexer:
                     with stop.shielded():
                         self.store.touch(it.path, *it.stat)
                 report.unchanged.append(it.path)
+                tracker.skipped()
                 continue
             yield it
 
@@ -372,15 +332,17 @@ class Indexer:
         self.embed_group(group, report)
         self.write_group(group, report)
 
-    def embed_group(self, group: list[PreparedFile], report: IndexReport) -> None:
+    def embed_group(self, group: list[PreparedFile], report: IndexReport, *, stop: StopFlag | None = None,
+                    tracker: Tracker | None = None) -> None:
         """Fill the vector cache for a group (see :meth:`_embed`). A file whose text the model keeps failing on is
-        taken out of the group; a group the cache cannot be written for is reported failed and emptied."""
+        taken out of the group; a group the cache cannot be written for is reported failed and emptied; once ``stop``
+        says stop, the files not wholly embedded are taken out (the vectors they got are cached)."""
         try:
-            self._embed(group, report)
+            self._embed(group, report, stop, tracker or Tracker(None))
         except LlmcError as exc:
             self._fail(group, report, exc)
 
-    def write_group(self, group: list[PreparedFile], report: IndexReport) -> None:
+    def write_group(self, group: list[PreparedFile], report: IndexReport, *, tracker: Tracker | None = None) -> None:
         """Write and publish a group whose vectors are cached; ``group`` is emptied.
 
         A group the store cannot write is reported failed and keeps its previous version (nothing of it is
@@ -398,6 +360,7 @@ class Indexer:
         for g in group:
             report.spans += len(g.write.rows)
             (report.updated if g.update else report.added).append(g.path)
+        written = len(group)
         self._publish_lexical(paths, [d for g in group for d in g.leaves], [d for g in group for d in g.summaries])
         if dense is not None:
             if not getattr(dense.vectors(), "written_with_rows", False):  # Milvus: the span store wrote them
@@ -408,6 +371,8 @@ class Indexer:
         group.clear()
         if time.monotonic() - self._last_commit >= _LEXICAL_COMMIT_SECONDS:
             self.commit_lexical()
+        if tracker is not None:
+            tracker.written(written)
 
     @staticmethod
     def _fail(group: list[PreparedFile], report: IndexReport, exc: LlmcError) -> None:
@@ -439,26 +404,35 @@ class Indexer:
             dense.vectors().delete(ids=stale)
             self.store.drop_stale(stale)
 
-    def _embed(self, group: list[PreparedFile], report: IndexReport) -> None:
+    def _embed(self, group: list[PreparedFile], report: IndexReport, stop: StopFlag | None, tracker: Tracker) -> None:
         """Fill the vector cache for every view of the group (cached views are not embedded again), in batches
         sized by the model's tokens (:class:`~llmc_splitters.retrieval.embeddings.BatchEmbedder`: sorted by length,
         a failed batch retried with backoff, then split). A file with a text that keeps failing is taken out of
-        the group and reported failed: it keeps the version indexed before."""
+        the group and reported failed: it keeps the version indexed before. Once ``stop`` says stop, no call to the
+        model starts: the files of the group not wholly embedded are taken out of it (what they got is cached for
+        the next run)."""
         dense = self.parts.dense
         if dense is None or dense.embeds_itself:
+            tracker.embedded(sum(len(g.views) for g in group))
             return  # lexical only, or a vector store that embeds what it stores
         want = {eh: vtext for g in group for _, vtext, eh in g.views}
-        if not want:
-            return
-        cached = self.store.cached_vectors(want)
+        cached = self.store.cached_vectors(want) if want else {}
         report.reused += sum(1 for g in group for _, _, eh in g.views if eh in cached)
         todo = [(eh, vtext) for eh, vtext in want.items() if eh not in cached]
+        # Progress counts views: the cached ones, and each repeat of a text embedded once, are settled now.
+        tracker.embedded(sum(len(g.views) for g in group) - len(todo))
         if not todo:
             return
-        result = dense.embedder().embed([v for _, v in todo])
+        result = dense.embedder().embed([v for _, v in todo], stop=stop.requested if stop is not None else None,
+                                        done=tracker.embedded)
         got = {eh: [float(x) for x in v] for (eh, _), v in zip(todo, result.vectors) if v is not None}
         self.store.cache_vectors(got)
         report.embedded += len(got)
+        if result.stopped:
+            # Stopped part-way: the files whose every text has its vector are written; the others are not (the
+            # next run finds the vectors they got cached).
+            group[:] = [g for g in group if all(eh in cached or eh in got for _, _, eh in g.views)]
+            return
         failed = {todo[f.index][0]: f.reason for f in result.failures}
         if failed:
             for g in list(group):

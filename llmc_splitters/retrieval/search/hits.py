@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ...chunking.span import Span
 from ...errors import ConfigurationError
@@ -70,6 +71,10 @@ class SearchResult:
         files: The best distinct files, best first (:class:`~llmc_splitters.retrieval.search.ranking.FileRank`: path,
             score, the best span's lines and symbol), beyond the hits: up to 20 by default.
         shape: The question's shape (``symbol``, ``words`` or ``report``; see :mod:`.question`).
+        words_in_index: Whether some term of the question occurs in the index (its lexical index). ``False``: no
+            word of the question is in any indexed span, so there is nothing to match; a hybrid search then
+            returns no hits (rather than the dense neighbours of words the code never uses) unless it was asked
+            for them with ``dense_fallback=True``, and its hits are then matches by meaning alone.
     """
 
     query: str
@@ -80,6 +85,7 @@ class SearchResult:
     signals: Mapping[str, float] = field(default_factory=dict)
     files: tuple[FileRank, ...] = ()
     shape: str = "words"
+    words_in_index: bool = True
 
 
 def _resolve(parts: IndexParts, filt: SearchFilter) -> tuple[SearchFilter, list[str] | None]:
@@ -123,6 +129,7 @@ def search(
     rrf_k: int | None = None,
     ranking: Ranking | None = None,
     files: int = 20,
+    dense_fallback: bool = False,
 ) -> SearchResult:
     """Find the leaves that best match ``query`` (see :meth:`~llmc_splitters.retrieval.CodeIndex.search`).
 
@@ -130,7 +137,8 @@ def search(
     The question is read by :func:`~llmc_splitters.retrieval.search.question.analyze_question`, each engine returns up to
     ``candidates`` leaves, and :func:`~llmc_splitters.retrieval.search.ranking.rank` orders them under ``ranking`` (the
     default :class:`~llmc_splitters.retrieval.search.ranking.Ranking` when ``None``); ``rrf_k`` overrides its fusion
-    constant. The result lists the ``files`` best files beside the ``k`` hits.
+    constant. The result lists the ``files`` best files beside the ``k`` hits. When no term of the question occurs
+    in the lexical index (:attr:`SearchResult.words_in_index`), the dense search runs only with ``dense_fallback``.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
         msg = f"k must be a positive integer, got {k!r}"
@@ -148,7 +156,8 @@ def search(
     if ranking.question:
         n_docs, df = lex.stats(question.terms) if question.shape == "report" else (0, {})
         weights = weigh(question, n_docs, df)
-    qvec = dense.embed_query(query) if dense is not None else None
+    in_index = _words_in_index(lex, weights, query)
+    qvec = dense.embed_query(query) if dense is not None and (in_index or dense_fallback) else None
     lists: dict[str, list[tuple[str, float]]]
     if parts.hybrid is not None and qvec is not None and not multi_stage:
         # The engine fuses BM25 and the vectors itself (Milvus's hybrid_search): one list, ranked by the same rules.
@@ -180,7 +189,15 @@ def search(
     signals = {} if "hybrid" in lists else _signals(parts, query, hits[0].span if hits else None,
                                                     lists.get("lexical", []), lists.get("dense"))
     return SearchResult(query, hits, confidence(signals), tuple(chosen), filt, signals,
-                        tuple(ranked_files[:files]), question.shape)
+                        tuple(ranked_files[:files]), question.shape, in_index)
+
+
+def _words_in_index(lex: Any, weights: Mapping[str, float] | None, query: str) -> bool:
+    """Whether a term the lexical search looks for (``weights``' terms, else the query's) is in some document."""
+    from ..terms import code_terms
+
+    terms = set(weights) if weights else set(code_terms(query))
+    return bool(terms) and any(lex.stats(terms)[1].values())
 
 
 def _named_files(store: SpanStore, named: Sequence[str]) -> list[str]:

@@ -91,6 +91,16 @@ class SearchFilter:
             raise ConfigurationError(msg)
         return cls.of(filters.get("path"), filters.get("language"), filters.get("kind"))
 
+    @classmethod
+    def given(cls, filters: SearchFilter | Mapping[str, Any] | None, path: str | None = None,
+              language: str | None = None, kind: str | None = None) -> SearchFilter:
+        """The filter a search is given: ``filters`` (a filter or a dict), each of ``path``, ``language`` and
+        ``kind`` replacing its part when given."""
+        base = filters if isinstance(filters, SearchFilter) else cls.from_mapping(filters)
+        if path is None and language is None and kind is None:
+            return base
+        return cls.of(path or base.path, language or base.language, kind or base.kind)
+
     @property
     def empty(self) -> bool:
         """Whether this filter lets everything through."""
