@@ -6,6 +6,7 @@
     python -m benchmarks.swebench --mode lexical --ablate noise,files --dump /tmp/misses.jsonl
     python -m benchmarks.swebench --all                     # every dev instance (114 django, 77 sympy)
     python -m benchmarks.swebench --repos sympy/sympy       # one of the two repositories
+    python -m benchmarks.swebench --mode both --cached-only # only instances whose indexes are built in both modes
 
 Only the instances of ``sympy/sympy`` and ``django/django`` are read (the other repositories of SWE-bench Lite are
 held out; see :mod:`benchmarks.swebench_data`). The subset is the ``--limit`` (default 30) instances of each
@@ -43,7 +44,7 @@ from typing import Any
 
 from .ranking import Gold, ranked_files, shown, variants_for
 from .swebench_data import DEV_REPOS, Instance, gold_definitions, gold_files, load_dev, parse_patch, subset
-from .swebench_sources import build_index, data_text, open_retriever, prepare, resolve
+from .swebench_sources import build_index, data_text, is_built, open_retriever, prepare, resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 K = 10
@@ -154,6 +155,12 @@ def run(mode: str, ranking: Any = None, instances: Sequence[Instance] | None = N
             "index_seconds": index_seconds, "seconds": time.perf_counter() - t0}
 
 
+def built(inst: Instance, modes: Sequence[str]) -> bool:
+    """Whether an instance's indexes are built in every mode (or it is skipped: it needs none)."""
+    src = resolve(inst, parse_patch(inst.patch))
+    return isinstance(src, str) or all(is_built(src, m) for m in modes)
+
+
 def _f(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -193,6 +200,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=30, help="instances per repository (default 30)")
     ap.add_argument("--all", action="store_true", help="every dev instance")
     ap.add_argument("--repos", default="", help=f"only these of {', '.join(DEV_REPOS)} (comma-separated)")
+    ap.add_argument("--cached-only", action="store_true", help="only the instances whose indexes are built in "
+                                                                "every mode asked (and those skipped)")
     ap.add_argument("--ablate", default="", help="ranking rules to switch off one at a time, or 'all'")
     ap.add_argument("--tag", default="", help="results file suffix")
     ap.add_argument("--dump", type=Path, help="write per-instance details (JSON lines) here")
@@ -211,6 +220,8 @@ def main(argv: list[str] | None = None) -> None:
         prepare(chosen)
         return
     modes = ("lexical", "hybrid") if args.mode == "both" else (args.mode,)
+    if args.cached_only:
+        chosen = [i for i in chosen if built(i, modes)]
     variants = variants_for(args.ablate or None)
     out: dict[str, dict[str, Any]] = {}
     details = []

@@ -214,6 +214,16 @@ def latest_index(repo_key: str, mode: str) -> Path | None:
     return trees[-1] if trees else None
 
 
+def index_path(src: Source, mode: str) -> Path:
+    """Where the index a source is searched in lives: its tree's, or its own when files replace the tree's."""
+    key = f"{src.tree_key}+{src.instance}" if src.overrides else src.tree_key
+    return CACHE / "index" / f"{key}-{mode}"
+
+
+def is_built(src: Source, mode: str) -> bool:
+    return _done(index_path(src, mode)).exists()
+
+
 def build_index(src: Source, mode: str, embedding: Any,
                 log: Callable[[str], None] = print) -> tuple[Path, float]:
     """The index of a source (built when missing) and the seconds spent building. A tree index starts from a copy
@@ -233,7 +243,7 @@ def build_index(src: Source, mode: str, embedding: Any,
             f"{len(report.unchanged)} unchanged in {time.perf_counter() - t0:.0f} s")
     if not src.overrides:
         return base, time.perf_counter() - t0
-    own = CACHE / "index" / f"{src.tree_key}+{src.instance}-{mode}"
+    own = index_path(src, mode)
     if not _done(own).exists():
         if own.exists():
             shutil.rmtree(own)

@@ -322,6 +322,9 @@ def test_run_on_a_snapshot_and_a_reversed_sdist(sources: Path) -> None:
     finally:
         own.index.close()
         base.index.close()
+    # --cached-only keeps what is built in every mode asked, and what is skipped anyway
+    assert swebench.built(insts[0], ("lexical",)) and swebench.built(insts[1], ("lexical",))
+    assert not swebench.built(insts[0], ("lexical", "hybrid")) and swebench.built(insts[2], ("hybrid",))
     # a second run reuses the indexes and gives the same scores
     again = swebench.run("lexical", None, insts, log=logs.append)
     assert [r.get("hits_mrr") for r in again["rows"]] == [r.get("hits_mrr") for r in out["rows"]]
