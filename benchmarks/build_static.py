@@ -19,9 +19,11 @@ The recipe (tokenlearn's, with a code vocabulary and the index's own views):
 3. **Teacher**: the packaged MiniLM as the index runs it by default (``minilm-onnx-128``) embeds each bounded view.
 4. **Vocabulary**: the pieces :class:`~llmc_splitters.retrieval.embeddings.code_static.CodeTokenizer` cuts the
    sample into (identifier parts, lowercased; whole identifiers that are frequent), the ``--vocab`` most frequent.
-5. **Fit**: each piece starts at the teacher's vector of the piece alone; the table is trained (Adam, cosine loss,
-   torch on CPU) so that the sum of a text's piece vectors points where the teacher's vector of the text points,
-   in the teacher's space centred and reduced by PCA to ``--dim``.
+5. **Fit**: each piece starts at the teacher's vector of the piece alone (weighted down by its frequency, SIF); the
+   table is trained (sparse Adam, torch on one CPU thread) so that the sum of a text's piece vectors points where
+   the teacher's vector of the text points (cosine loss), in the teacher's space centred and reduced by PCA to
+   ``--dim``; and so that the first sentence of a corpus docstring is nearer its own function than the other
+   functions of the batch (in-batch softmax, ``--pair-weight``). The epoch with the best held-back score is kept.
 6. **Ship**: int8 with a float16 scale per row, the vocabulary and the recipe (settings, corpus digest, teacher
    digest, this script's digest) in one ``.npz``.
 
@@ -372,7 +374,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--train-texts", type=int, help="train on the sample's first N texts only (default: all)")
     ap.add_argument("--per-package", type=int, default=1500, help="views at most from one package")
     ap.add_argument("--per-package-prose", type=int, default=300, help="docstring sentences at most from one package")
-    ap.add_argument("--vocab", type=int, default=32_000, help="vocabulary size")
+    ap.add_argument("--vocab", type=int, default=16_000, help="vocabulary size")
     ap.add_argument("--min-count", type=int, default=3, help="occurrences at least of a vocabulary piece")
     ap.add_argument("--dim", type=int, default=256, help="vector size (PCA of the teacher's space)")
     ap.add_argument("--epochs", type=int, default=8)
@@ -380,7 +382,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--train-on", choices=("whole", "bounded"), default="bounded",
                     help="the student reads the whole view or the teacher's bounded head of it")
-    ap.add_argument("--pair-weight", type=float, default=0.0,
+    ap.add_argument("--pair-weight", type=float, default=0.5,
                     help="weight of the (docstring sentence, function) contrastive loss (0: distillation only)")
     ap.add_argument("--temperature", type=float, default=0.05)
     ap.add_argument("--out", type=Path, help="weights file (default: the package's, and its digest recorded)")
