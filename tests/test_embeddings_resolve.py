@@ -57,7 +57,7 @@ def factories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_none_and_backend_names() -> None:
     assert resolve_embedding(None) is None
     assert resolve_embedding("none") is None and resolve_embedding(" NONE ") is None
-    assert set(BACKENDS) >= {"minilm-torch", "minilm-onnx", "minilm-static"}
+    assert set(BACKENDS) >= {"minilm-torch", "minilm-onnx", "minilm-static", "code-static"}
     assert DEFAULT_BACKEND in BACKENDS
     h = resolve_embedding("hashing")
     assert isinstance(h, HashingEmbedding) and h.identity == EmbeddingIdentity("hashing:256", 256, None)
@@ -69,7 +69,7 @@ def test_local_backends_resolve_without_loading_anything() -> None:
     default = resolve_embedding("minilm")
     assert type(default) is type(resolve_embedding(DEFAULT_BACKEND))
     seen = {}
-    for name in ("minilm-torch", "minilm-onnx", "minilm-onnx-fp32", "minilm-onnx-128", "minilm-static"):
+    for name in ("minilm-torch", "minilm-onnx", "minilm-onnx-fp32", "minilm-onnx-128", "minilm-static", "code-static"):
         emb = resolve_embedding(name)
         assert not emb.loaded
         seen[name] = emb.identity
@@ -79,7 +79,8 @@ def test_local_backends_resolve_without_loading_anything() -> None:
     assert seen["minilm-onnx"] == EmbeddingIdentity("minilm-onnx-int8:model", 384, 254)
     assert seen["minilm-onnx-128"] == EmbeddingIdentity("minilm-onnx-int8-128:model", 384, 126)
     assert seen["minilm-static"] == EmbeddingIdentity("minilm-static256:model", 256, None)
-    assert len({i.name for i in seen.values()}) == 5  # vectors that may differ never share a name
+    assert seen["code-static"].name.startswith("code-static256:") and seen["code-static"].max_input_tokens is None
+    assert len({i.name for i in seen.values()}) == 6  # vectors that may differ never share a name
     assert default.identity == seen[DEFAULT_BACKEND]
 
 

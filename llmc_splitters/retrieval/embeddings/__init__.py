@@ -11,7 +11,10 @@ loading nothing until its first embed call:
 
 * :class:`MiniLMEmbedding`: sentence-transformers on torch;
 * :class:`OnnxMiniLMEmbedding`: ONNX Runtime, int8, exported locally at first use and cached;
-* :class:`StaticMiniLMEmbedding`: a model2vec static embedding distilled locally at first use and cached.
+* :class:`StaticMiniLMEmbedding`: a model2vec static embedding distilled locally at first use and cached;
+
+and :class:`CodeStaticEmbedding` (``code-static``), a static code embedding this project trained from the same MiniLM,
+whose table ships inside the package (numpy only at run time).
 
 :func:`resolve_embedding` turns a CLI/config string into one of these, a local model directory, or a LangChain /
 LlamaIndex embedding built by a ``module:factory`` callable. :func:`embed_texts` embeds many texts in batches
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 from .base import BoundedView, Embedding, EmbeddingIdentity, bounded_view, identity_of
 from .batching import BatchEmbedder, BatchLimits, EmbedFailure, EmbedResult, embed_texts, plan_batches
+from .code_static import CodeStaticEmbedding
 from .hashing import HashingEmbedding
 from .minilm import MiniLMEmbedding, SentenceTransformerEmbedding
 from .onnx import OnnxEmbedding, OnnxMiniLMEmbedding
@@ -38,6 +42,7 @@ __all__ = [
     "BatchEmbedder",
     "BatchLimits",
     "BoundedView",
+    "CodeStaticEmbedding",
     "DEFAULT_BACKEND",
     "EmbedFailure",
     "EmbedResult",

@@ -54,6 +54,12 @@ def _static() -> Any:
     return StaticMiniLMEmbedding()
 
 
+def _code_static() -> Any:
+    from .code_static import CodeStaticEmbedding
+
+    return CodeStaticEmbedding()
+
+
 def _hashing() -> Any:
     from .hashing import HashingEmbedding
 
@@ -67,6 +73,7 @@ BACKENDS: dict[str, tuple[Callable[[], Any], str]] = {
     "minilm-onnx-fp32": (_onnx_fp32, "all-MiniLM-L6-v2 on ONNX Runtime, float32"),
     "minilm-onnx-128": (_onnx_128, "all-MiniLM-L6-v2 on ONNX Runtime, int8, 128-word-piece window (as trained)"),
     "minilm-static": (_static, "static embedding distilled from all-MiniLM-L6-v2 with model2vec (256 dims)"),
+    "code-static": (_code_static, "static code embedding trained here from MiniLM, shipped in the package (numpy)"),
     "hashing": (_hashing, "feature hashing of code terms: no model (tests, stand-in)"),
 }
 
@@ -84,6 +91,15 @@ _RECORDED = (
     (re.compile(r"minilm-static256:model"), "minilm-static"),
     (re.compile(r"hashing:256"), "hashing"),
 )
+
+
+def _recorded_code_static(name: str) -> bool:
+    """Whether ``name`` is the identity of the shipped code-static table (another table's vectors are not its)."""
+    if not name.startswith("code-static"):
+        return False
+    from .code_static import DIMENSION, WEIGHTS_SHA256
+
+    return name == f"code-static{DIMENSION}:{WEIGHTS_SHA256[:12]}"
 _FACTORY = re.compile(r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*):([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?:#.*)?$")
 
 
@@ -232,6 +248,8 @@ def recorded_spec(name: str) -> str | None:
         >>> recorded_spec("minilm-onnx-int8-128:model"), recorded_spec("MyEmbeddings")
         ('minilm-onnx-128', None)
     """
+    if _recorded_code_static(name):
+        return "code-static"
     return next((backend for pattern, backend in _RECORDED if pattern.fullmatch(name)), None)
 
 
@@ -273,9 +291,9 @@ def resolve_embedding(spec: Any) -> Any:
         return BACKENDS[DEFAULT_BACKEND][0]()
     if low in BACKENDS:
         return BACKENDS[low][0]()
-    for pattern, backend in _RECORDED:
-        if pattern.fullmatch(text):
-            return BACKENDS[backend][0]()
+    backend = recorded_spec(text)
+    if backend is not None:
+        return BACKENDS[backend][0]()
     path = Path(text).expanduser()
     if path.is_dir():
         from .minilm import SentenceTransformerEmbedding
