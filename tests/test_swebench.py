@@ -388,3 +388,18 @@ def test_the_command_writes_results_and_a_dump_without_held_out_ids(
     for text in (printed, (out / "swebench-t.json").read_text(), (out / "swebench-t.md").read_text(),
                  dump.read_text()):
         assert "astropy" not in text
+
+
+def test_another_models_hybrid_indexes_are_filed_apart(sources: Path) -> None:
+    commit = _git(swebench_sources.MIRRORS / "sympy+sympy" / "repo", "rev-parse", "HEAD").strip()
+    inst = _instance("sympy/sympy", 1, diff("pkg/box.py", PRE, FIXED), commit)
+    assert swebench.index_kind("hybrid") == "hybrid" and swebench.index_kind("lexical", "hashing") == "lexical"
+    out = swebench.run("hybrid", None, [inst], embedding="hashing", log=lambda _: None)
+    assert out["embedding"] == "hashing" and out["rows"][0]["files_hit@5"] == 1.0
+    tree = f"sympy+sympy@{commit[:12]}"
+    assert (sources / "index" / f"{tree}-hybrid-hashing.done").is_file()
+    assert not (sources / "index" / f"{tree}-hybrid").exists()  # MiniLM's index is another one, not built here
+    assert swebench.built(inst, ("hybrid",), "hashing") and not swebench.built(inst, ("hybrid",))
+    from llmc_splitters.retrieval import CodeIndex
+
+    assert CodeIndex.recorded(sources / "index" / f"{tree}-hybrid-hashing")["embedding"].startswith("hashing")
