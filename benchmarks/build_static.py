@@ -353,13 +353,13 @@ def record_digest(sha: str, dim: int) -> None:
 
 def _sources_digest() -> str:
     """SHA-256 over the recipe's code: this script, the corpus list and the run-time tokenizer."""
-    from llmc_splitters.retrieval import lexical
+    from llmc_splitters.retrieval import terms
     from llmc_splitters.retrieval.embeddings import code_static
 
     from . import static_corpus
 
     h = hashlib.sha256()
-    for mod in (sys.modules[__name__], static_corpus, code_static, lexical):
+    for mod in (sys.modules[__name__], static_corpus, code_static, terms):
         text = Path(mod.__file__).read_text(encoding="utf-8")
         if mod is code_static:  # the recorded digest is an output of the build, not part of its recipe
             text = "\n".join(ln for ln in text.splitlines() if not ln.startswith(("WEIGHTS_SHA256 =", "DIMENSION =")))

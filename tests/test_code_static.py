@@ -27,7 +27,7 @@ from llmc_splitters.retrieval.embeddings.code_static import (
     words,
 )
 from llmc_splitters.retrieval.embeddings.resolve import recorded_spec
-from llmc_splitters.retrieval.lexical import split_identifier
+from llmc_splitters.retrieval.terms import split_identifier
 
 CODE = {
     "net/headers.py": '''

@@ -3,7 +3,7 @@
 The model is a table of vectors, one per *piece* of a code-aware vocabulary; a text's vector is the sum of its
 pieces' vectors, L2-normalised. Pieces are what the lexical index splits code into: identifiers
 (``[A-Za-z_$][A-Za-z0-9_$]*``) cut at ``_``/``$`` and camelCase boundaries and lowercased
-(:func:`~llmc_splitters.retrieval.lexical.split_identifier`), plus the whole identifier when it is itself in the
+(:func:`~llmc_splitters.retrieval.terms.split_identifier`), plus the whole identifier when it is itself in the
 vocabulary (``getattr``, ``innerhtml``), and numbers that are. A part outside the vocabulary is cut greedily into the
 longest vocabulary pieces it starts with (``ratelimiter`` -> ``rate``, ``limiter``); what matches nothing is
 dropped. Punctuation carries nothing.
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigurationError
-from ..lexical import split_identifier
+from ..terms import split_identifier
 from ._runtime import LazyModel
 from .base import EmbeddingIdentity
 from .minilm import require
