@@ -21,7 +21,8 @@ from ...errors import ConfigurationError, LlmcError
 from .base import EmbeddingIdentity
 from .batching import BatchLimits
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "ForeignEmbedding", "recorded_spec", "resolve_embedding"]
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "MINILM_BACKEND", "ForeignEmbedding", "recorded_spec",
+           "resolve_embedding"]
 
 
 def _torch() -> Any:
@@ -77,10 +78,16 @@ BACKENDS: dict[str, tuple[Callable[[], Any], str]] = {
     "hashing": (_hashing, "feature hashing of code terms: no model (tests, stand-in)"),
 }
 
-#: What ``minilm`` means, chosen by measurement (benchmarks/results/embeddings.md): the fastest local option whose
-#: hybrid full-hit on the tune packages is within 0.02 of MiniLM on torch (about 5x its texts/s, no torch at
-#: query time).
-DEFAULT_BACKEND = "minilm-onnx-128"
+#: The model a new hybrid index gets unless told otherwise (``llmc-splitters index --embedding auto``), chosen by
+#: measurement (issue 39, benchmarks/results/code-static.md): the project's static code embedding, whose hybrid
+#: NDCG@10 on the code-search dev split is within 0.01 of MiniLM's (0.855 against 0.861) at about 150 times its
+#: texts per CPU-second, shipped in the package and run by numpy alone.
+DEFAULT_BACKEND = "code-static"
+
+#: What ``minilm`` means: all-MiniLM-L6-v2 as chosen by measurement (benchmarks/results/embeddings.md), the fastest
+#: local option whose hybrid full-hit on the tune packages is within 0.02 of MiniLM on torch (about 5x its texts/s,
+#: no torch at query time).
+MINILM_BACKEND = "minilm-onnx-128"
 
 # Names recorded by indexes (identity names) that map back to a backend.
 _RECORDED = (
@@ -100,6 +107,8 @@ def _recorded_code_static(name: str) -> bool:
     from .code_static import DIMENSION, WEIGHTS_SHA256
 
     return name == f"code-static{DIMENSION}:{WEIGHTS_SHA256[:12]}"
+
+
 _FACTORY = re.compile(r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*):([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?:#.*)?$")
 
 
@@ -257,8 +266,9 @@ def resolve_embedding(spec: Any) -> Any:
     """Build the embedding a CLI flag or config value names.
 
     Args:
-        spec: ``None``/``"none"`` (lexical only), ``"minilm"`` (the default local backend), a backend name of
-            :data:`BACKENDS` (``"minilm-torch"``, ``"minilm-onnx"``, ``"minilm-static"``, ...), a name an index
+        spec: ``None``/``"none"`` (lexical only), ``"minilm"`` (MiniLM's local backend, :data:`MINILM_BACKEND`), a
+            backend name of :data:`BACKENDS` (``"code-static"``, the default :data:`DEFAULT_BACKEND`;
+            ``"minilm-torch"``, ``"minilm-onnx"``, ``"minilm-static"``, ...), a name an index
             recorded (``"minilm:model"``), a local sentence-transformers model directory, ``"module:factory"``
             (returning a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding``), or an embedding object
             (returned as is, a framework one wrapped).
@@ -288,7 +298,7 @@ def resolve_embedding(spec: Any) -> Any:
     if low in ("none", ""):
         return None
     if low == "minilm":
-        return BACKENDS[DEFAULT_BACKEND][0]()
+        return BACKENDS[MINILM_BACKEND][0]()
     if low in BACKENDS:
         return BACKENDS[low][0]()
     backend = recorded_spec(text)
