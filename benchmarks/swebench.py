@@ -8,6 +8,7 @@
     python -m benchmarks.swebench --repos sympy/sympy       # one of the two repositories
     python -m benchmarks.swebench --mode both --cached-only # only instances whose indexes are built in both modes
     python -m benchmarks.swebench --mode hybrid --embedding code-static --limit 10   # another model's hybrid
+    python -m benchmarks.swebench --mode hybrid --ablate path --rank 'lexical_weight={"symbol":0,"words":0,"report":0}'
 
 Only the instances of ``sympy/sympy`` and ``django/django`` are read (the other repositories of SWE-bench Lite are
 held out; see :mod:`benchmarks.swebench_data`). The subset is the ``--limit`` (default 30) instances of each
@@ -41,10 +42,12 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .ranking import Gold, ranked_files, shown, variants_for
+from .variants import settings_from
 from .swebench_data import DEV_REPOS, Instance, gold_definitions, gold_files, load_dev, parse_patch, subset
 from .swebench_sources import build_index, data_text, is_built, open_retriever, prepare, resolve
 
@@ -217,6 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cached-only", action="store_true", help="only the instances whose indexes are built in "
                                                                 "every mode asked (and those skipped)")
     ap.add_argument("--ablate", default="", help="ranking rules to switch off one at a time, or 'all'")
+    ap.add_argument("--rank", action="append", default=[], metavar="NAME=VALUE",
+                    help="a Ranking field (JSON value) set in every variant, e.g. lexical_weight={...} (repeatable)")
     ap.add_argument("--embedding", default=MINILM, help="the hybrid runs' model (any spec resolve_embedding takes; "
                                                          "default: MiniLM)")
     ap.add_argument("--tag", default="", help="results file suffix")
@@ -239,6 +244,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.cached_only:
         chosen = [i for i in chosen if built(i, modes, args.embedding)]
     variants = variants_for(args.ablate or None)
+    if args.rank:
+        from llmc_splitters.retrieval import Ranking
+
+        values = settings_from(args.rank)
+        variants = {name: replace(r or Ranking(), **values) for name, r in variants.items()}
     out: dict[str, dict[str, Any]] = {}
     details = []
     for m in modes:

@@ -403,3 +403,16 @@ def test_another_models_hybrid_indexes_are_filed_apart(sources: Path) -> None:
     from llmc_splitters.retrieval import CodeIndex
 
     assert CodeIndex.recorded(sources / "index" / f"{tree}-hybrid-hashing")["embedding"].startswith("hashing")
+
+
+def test_rank_settings_are_json_fields_of_the_ranking() -> None:
+    """``--rank NAME=VALUE`` (codesearch and swebench): what a dense-only row is run with."""
+    from dataclasses import replace
+
+    from benchmarks.variants import settings_from
+    from llmc_splitters.retrieval import Ranking
+
+    values = settings_from(['lexical_weight={"symbol":0,"words":0,"report":0}', "decay=0.5", "noise=false"])
+    assert values == {"lexical_weight": {"symbol": 0, "words": 0, "report": 0}, "decay": 0.5, "noise": False}
+    dense = replace(Ranking(), **values)
+    assert [dense.fusion_weight(s) for s in ("symbol", "words", "report")] == [0, 0, 0] and not dense.noise
