@@ -337,7 +337,7 @@ def _f(x: float | None) -> str:
 def _rows_of(s: dict[str, Any], with_languages: bool) -> list[tuple[str, str]]:
     """The groups a table shows, in order: all, v1, the sets, the kinds, the short question shapes (and languages)."""
     rows = [("all", k) for k in ("all", "v1") if k in s["all"]]
-    rows += [("set", k) for k in s["set"]] + [("kind", k) for k in s["kind"]]
+    rows += [("set", k) for k in s["set"]] + [("kind", k) for k in s["kind"] if k not in s["set"]]  # bug is both
     rows += [("shape", k) for k in s.get("shape", {})]
     return rows + ([("language", k) for k in s["language"]] if with_languages else [])
 

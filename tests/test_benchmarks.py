@@ -489,3 +489,4 @@ def test_tuneset_run_reports_hits_per_kind_and_keeps_v1_comparable(tmp_path, mon
     for key in ("all", "v1", "short", "issue", "short/name"):
         assert f"| lexical | default | {key} |" in hit_table
     assert "hits_file_ndcg" in hit_table and "recall@2048" not in hit_table
+    assert hit_table.count("| lexical | default | issue |") == 1  # a kind that is its own set is shown once
