@@ -31,6 +31,7 @@ Results: ``benchmarks/results/codesearch[-TAG].json`` and ``.md``.
 from __future__ import annotations
 
 import argparse
+import ast
 import functools
 import hashlib
 import json
@@ -68,6 +69,9 @@ QUERY_SIDE = ("retrieval/search/", "retrieval/context/", "retrieval/retriever.py
               "retrieval/storage/langchain_vectors.py")
 SOURCE_SUFFIXES = frozenset({".py", ".scm", ".json", ".npz", ".npy", ".safetensors"})
 INDEX_DISTS = ("tree-sitter", "tree-sitter-language-pack", "tantivy", "bm25s")
+EMBEDDINGS = "retrieval/embeddings/"
+# Modules of embeddings/ every model's vectors pass through (bounding texts, batching, lazy loading).
+EMBED_SHARED = frozenset({"base.py", "batching.py", "_runtime.py"})
 
 
 @dataclass
@@ -156,11 +160,37 @@ def standins(prepared: Sequence[Prepared]) -> dict[str, dict[str, str]]:
             for p in prepared if p.standin is not None}
 
 
-def index_digest(mode: str, max_tokens: int, package: Path = PACKAGE) -> str:
+def model_modules(embedding: str) -> tuple[str, frozenset[str]]:
+    """The identity of the model ``embedding`` names and the ``embeddings/`` modules that make its vectors: the one
+    its class is defined in, the ``embeddings/`` modules that one imports at its top (transitively), and
+    :data:`EMBED_SHARED`. Another backend's module, its data, and the name registry (``resolve.py``,
+    ``__init__.py``) are not among them: adding or re-defaulting a model leaves the other models' indexes valid. A
+    model's weights are named by its identity (code-static's records its table's digest; MiniLM's live outside the
+    package)."""
+    emb = _embedding(embedding)
+    prefix = "llmc_splitters.retrieval.embeddings."
+    names, todo = set(EMBED_SHARED), [type(emb).__module__]
+    while todo:
+        mod = todo.pop()
+        file = f"{mod[len(prefix):]}.py"
+        if not mod.startswith(prefix) or file in names:
+            continue
+        names.add(file)
+        tree = ast.parse((PACKAGE / EMBEDDINGS / file).read_text(encoding="utf-8"))
+        todo += [f"{prefix}{node.module}" for node in tree.body
+                 if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module]
+    return str(emb.identity), frozenset(names)
+
+
+def index_digest(mode: str, max_tokens: int, package: Path = PACKAGE, embedding: str = "minilm") -> str:
     """A digest of what decides an index's content in ``mode``: the files under ``chunking/`` and the
-    non-query modules of ``retrieval/`` (``embeddings/`` for hybrid only), the versions of the parsing and index
-    packages, and ``max_tokens``."""
+    non-query modules of ``retrieval/`` (of ``embeddings/``, for hybrid only, the model's own: :func:`model_modules`,
+    and its identity), the versions of the parsing and index packages, and ``max_tokens``."""
     h = hashlib.sha256(f"{mode}\0{max_tokens}".encode())
+    own: frozenset[str] = frozenset()
+    if mode == "hybrid":
+        identity, own = model_modules(embedding)
+        h.update(f"\0{identity}".encode())
     for dist in INDEX_DISTS:
         try:
             h.update(f"\0{dist}={metadata.version(dist)}".encode())
@@ -171,7 +201,7 @@ def index_digest(mode: str, max_tokens: int, package: Path = PACKAGE) -> str:
                    if p.is_file() and "__pycache__" not in p.parts and p.suffix in SOURCE_SUFFIXES)
     for p in files:
         rel = p.relative_to(package).as_posix()
-        if rel.startswith(QUERY_SIDE) or (mode == "lexical" and "/embeddings/" in f"/{rel}"):
+        if rel.startswith(QUERY_SIDE) or (rel.startswith(EMBEDDINGS) and rel[len(EMBEDDINGS):] not in own):
             continue
         h.update(f"\0{rel}\0".encode())
         h.update(p.read_bytes())
@@ -202,7 +232,7 @@ def ensure_index(p: Prepared, mode: str, cfg: Config) -> tuple[Path, float | Non
     assert p.root is not None
     # A hybrid index is filed under its model too: indexes of two models never replace each other.
     stem = f"{p.key}-{mode}" if mode == "lexical" else f"{p.key}-{mode}-{_slug(cfg.embedding)}"
-    index_dir = cfg.cache / "index" / f"{stem}-{index_digest(mode, cfg.max_tokens)}"
+    index_dir = cfg.cache / "index" / f"{stem}-{index_digest(mode, cfg.max_tokens, embedding=cfg.embedding)}"
     done = index_dir / ".complete"
     for old in (cfg.cache / "index").glob(f"{stem}-*"):
         if old != index_dir or cfg.reindex or not done.is_file():

@@ -152,7 +152,8 @@ def run_probe(backend: str, texts_file: Path, workers: int = 1, kind: str = "thr
 
 
 def quality(corpus: Any, backend: str, log=_log, split: str = "tune") -> dict[str, Any]:  # noqa: ANN001
-    """Dense chunk retrieval and hybrid retriever rows for one backend, aggregated like ``benchmarks.run``."""
+    """Dense chunk retrieval and hybrid retriever rows for one backend, aggregated like ``benchmarks.run``
+    (``"none"``: the retriever's lexical rows only, under the hybrid name)."""
     import numpy as np
 
     from llmc_splitters.retrieval import ChromaStore, CodeRetriever
@@ -181,9 +182,10 @@ def quality(corpus: Any, backend: str, log=_log, split: str = "tune") -> dict[st
         if not pkg.queries:
             continue
         chunks = [c for f in pkg.files for c in finish(f, spec.fn(f))]
-        rows += R.evaluate("dense chunks", "dense", pkg, pkg.queries,
-                           R.chunk_contexts(chunks, _Dense([c.text for c in chunks])), (BUDGET,))
-        store = ChromaStore(collection=re.sub(r"[^A-Za-z0-9]+", "_", f"embbench_{backend}_{n}"))
+        if emb is not None:
+            rows += R.evaluate("dense chunks", "dense", pkg, pkg.queries,
+                               R.chunk_contexts(chunks, _Dense([c.text for c in chunks])), (BUDGET,))
+        store = ChromaStore(collection=re.sub(r"[^A-Za-z0-9]+", "_", f"embbench_{backend}_{n}")) if emb else None
         r = CodeRetriever(store=store, embedding=emb, max_tokens=CHUNK_TOKENS, k=4, max_context_tokens=BUDGET)
         r.index_texts({f.path: f.text for f in pkg.files})
         files = {f.path: f for f in pkg.files}
@@ -193,17 +195,21 @@ def quality(corpus: Any, backend: str, log=_log, split: str = "tune") -> dict[st
                                  files)
 
         rows += R.evaluate("hybrid retriever", "hybrid", pkg, pkg.queries, contexts, (BUDGET,))
-        store.client.delete_collection(store.collection_name)
+        if store is not None:
+            store.client.delete_collection(store.collection_name)
     agg = R.aggregate(rows)[split]
     out = {}
     for ret, system in (("dense", "dense chunks"), ("hybrid", "hybrid retriever")):
+        if ret not in agg:
+            continue
         cell = agg[ret][str(BUDGET)][system]
         out[ret] = {"full_hit": cell["macro"]["full_hit"], "completeness": cell["macro"]["completeness"],
                     "n": cell["macro"]["n"],
                     "per_language": {lang: {"full_hit": c["full_hit"], "completeness": c["completeness"], "n": c["n"]}
                                      for lang, c in cell.items() if lang != "macro"}}
     out["seconds"] = time.perf_counter() - t0
-    log(f"  quality {backend:16s} dense {out['dense']['full_hit']:.3f}/{out['dense']['completeness']:.3f}  "
+    dense = f"{out['dense']['full_hit']:.3f}/{out['dense']['completeness']:.3f}" if "dense" in out else "-"
+    log(f"  quality {backend:16s} dense {dense}  "
         f"hybrid {out['hybrid']['full_hit']:.3f}/{out['hybrid']['completeness']:.3f}  ({out['seconds']:.0f}s)")
     return out
 

@@ -25,11 +25,11 @@ Each tree is :func:`benchmarks.perf.index_tree`: standard-library modules of 2-3
 4,000 files): a fresh-process ``llmc-splitters query Q --db DB --json`` (wall and peak RSS, median of 5 questions for
 the time, the largest peak), and the MCP server's first search (``llmc-splitters mcp --db DB`` over stdio: from
 starting the process to the first ``search_code`` answer, median of 3). The hybrid index is read with the default
-model (``minilm``, ONNX int8) exactly as a real one is: the query process loads that model, embeds the question and
-searches the embedded Chroma store. Its vectors, so that a 4,000-file index takes minutes rather than an hour to
-build, come from :class:`~llmc_splitters.retrieval.HashingEmbedding` at the model's 384 dimensions, filed under the
-default model's name (:class:`_StandIn`); the cost of a query does not depend on the values of the stored vectors.
-``--real-model`` builds it with the model itself.
+model (``DEFAULT_BACKEND``: ``code-static``) exactly as a real one is: the query process loads that model, embeds the
+question and searches the embedded Chroma store. Its vectors, so that a 4,000-file index takes minutes rather than an
+hour to build with a slow model, come from :class:`~llmc_splitters.retrieval.HashingEmbedding` at the model's
+dimensions, filed under the default model's name (:class:`_StandIn`); the cost of a query does not depend on the
+values of the stored vectors. ``--real-model`` builds it with the model itself.
 
 Peak RSS of a child process comes from ``os.wait4`` (its own high-water mark). Results go to
 ``benchmarks/results/query_path.json`` and ``query_path.md``.
@@ -131,8 +131,8 @@ _HYBRID_STAND_IN = textwrap.dedent(
     import sys, time
     from benchmarks.query_path import _StandIn
     from llmc_splitters.retrieval import CodeIndex
-    from llmc_splitters.retrieval.embeddings import resolve_embedding
-    emb = resolve_embedding("minilm") if sys.argv[3] == "real" else _StandIn()
+    from llmc_splitters.retrieval.embeddings import DEFAULT_BACKEND, resolve_embedding
+    emb = resolve_embedding(DEFAULT_BACKEND) if sys.argv[3] == "real" else _StandIn()
     idx = CodeIndex(sys.argv[2], embedding=emb)
     t0 = time.perf_counter()
     report = idx.index_directory(sys.argv[1])
@@ -164,17 +164,17 @@ _MCP_FIRST = textwrap.dedent(
 
 
 class _StandIn:
-    """Vectors of :class:`~llmc_splitters.retrieval.HashingEmbedding` at 384 dimensions, filed under the default
-    model's name: an index that a ``query`` opens, and pays for, as one built with the model (see the module
+    """Vectors of :class:`~llmc_splitters.retrieval.HashingEmbedding` at the default model's dimensions, filed under
+    its name: an index that a ``query`` opens, and pays for, as one built with the model (see the module
     docstring). Only for building benchmark indexes."""
 
     def __init__(self) -> None:
         from llmc_splitters.retrieval import HashingEmbedding
-        from llmc_splitters.retrieval.embeddings import resolve_embedding
+        from llmc_splitters.retrieval.embeddings import DEFAULT_BACKEND, resolve_embedding
 
-        real = resolve_embedding("minilm")
-        self.name, self.dimension, self.max_input_tokens = real.name, 384, real.max_input_tokens
-        self._hash = HashingEmbedding(384)
+        ident = resolve_embedding(DEFAULT_BACKEND).identity
+        self.name, self.dimension, self.max_input_tokens = ident.name, ident.dimension, ident.max_input_tokens
+        self._hash = HashingEmbedding(ident.dimension)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self._hash.embed_documents(texts)
@@ -187,8 +187,9 @@ _LIBRARY: list[str] = []  # --library: where the children import llmc_splitters 
 _LAST_CPU: list[float] = [0.0]  # CPU seconds (user + system) of the last child _run waited for
 
 
-def _run(cmd: list[str], timeout: float = 7200) -> tuple[str, float, float]:
-    """Run a command; ``(stdout, wall seconds, peak RSS MB of that process)``.
+def _run(cmd: list[str], timeout: float = 7200, env: dict[str, str] | None = None) -> tuple[str, float, float]:
+    """Run a command (with ``env`` added to this process's environment); ``(stdout, wall seconds, peak RSS MB of
+    that process)``.
 
     Its output goes to temporary files, not pipes: a child writing more than a pipe holds (the JSON summary of a
     4,000-file run) would block while this process waits for it to exit.
@@ -197,7 +198,7 @@ def _run(cmd: list[str], timeout: float = 7200) -> tuple[str, float, float]:
         t0 = time.perf_counter()
         # Byte-code is written and reused as in an installed package (PYTHONDONTWRITEBYTECODE would make every
         # fresh process compile the library again).
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, **(env or {})}
         if _LIBRARY:
             env["PYTHONPATH"] = os.pathsep.join([*_LIBRARY, env.get("PYTHONPATH", "")])
         # With --library the children run in that tree (``python -m`` puts the working directory first on the path).
@@ -426,10 +427,10 @@ def main(argv: list[str] | None = None) -> None:
                      "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
                      "trees": []}
     if args.query_rows:
-        from llmc_splitters.retrieval.embeddings import resolve_embedding
+        from llmc_splitters.retrieval.embeddings import DEFAULT_BACKEND, resolve_embedding
 
-        model = resolve_embedding("minilm").name + (" (vectors by the model)" if args.real_model else
-                                                    " (stand-in vectors)")
+        model = resolve_embedding(DEFAULT_BACKEND).identity.name + (
+            " (vectors by the model)" if args.real_model else " (stand-in vectors)")
         results["query_rows"] = []
         for n in (int(x) for x in args.query_rows.split(",") if x):
             print(f"query rows, {n} files", flush=True)

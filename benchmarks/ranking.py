@@ -7,18 +7,25 @@
 
 The set (``benchmarks/tuneset/``, written by the team; see its README) holds code-search questions of three kinds
 (``behaviour``: how something is implemented, in words; ``architecture``: how the code is organised; ``symbol``: where
-a named entity is defined) and bug reports (a fix commit's message as the question, the definitions it edits as
-gold), over repositories pinned by commit. Each repository is indexed once per mode with
+a named entity is defined), ``short`` questions (three to eight words, or a bare name, as users type them; their
+``shape`` is ``topic`` or ``name``), bug reports (``bug``: a fix commit's message as the question, the definitions it
+edits as gold) and the same bugs told by their issue (``issue``: the issue's title and description, which describe a
+symptom), over repositories pinned by commit. Each repository is indexed once per mode with
 :class:`~llmc_splitters.retrieval.CodeRetriever` (``index_directory`` with its default file selection), then every
 question is asked through the public API: ``search(q, k=50)`` for the rankings and ``retrieve(q,
 max_context_tokens=B)`` for the replies.
 
-Metrics, per question, then averaged over questions (overall, per kind, per language, per repository):
+Metrics, per question, then averaged over questions (overall, per kind, per language, per repository). The first
+three score the hits, what a user, an agent or the public code-search benchmark sees; the rest score the ranked file
+list and the replies:
 
-* ``file_ndcg``: NDCG@10 of the ranked distinct files (``SearchResult.files`` when the library has it, else the
-  hits collapsed to files in rank order) against the gold files (binary relevance);
 * ``span_ndcg``: NDCG@10 of the first 10 hits; a hit is relevant when it overlaps a gold definition not already
   credited to an earlier hit (each gold definition counts once);
+* ``hits_file_ndcg``: NDCG@10 of the first 10 hits against the gold files, as the public code-search benchmark scores
+  file targets: each gold file is found at the first hit in it, later hits of the same file count for nothing;
+* ``hits_hit@1``: the first hit is in a gold file;
+* ``file_ndcg``: NDCG@10 of the ranked distinct files (``SearchResult.files`` when the library has it, else the
+  hits collapsed to files in rank order) against the gold files (binary relevance);
 * ``hit@1/5/10``: a gold file among the first 1/5/10 distinct files;
 * ``recall@B``: the share of gold definitions the reply at ``B`` tokens shows (at least half of each one's lines in
   some piece of the same file), for B = 1,024, 2,048 and 4,096.
@@ -53,8 +60,12 @@ TUNESET = HERE / "tuneset"
 RESULTS = HERE / "results"
 CACHE = Path(os.environ.get("LLMC_BENCH_CACHE", Path.home() / ".cache" / "llmc-bench")) / "tune"
 BUDGETS = (1024, 2048, 4096)
-KINDS = ("behaviour", "architecture", "symbol", "bug")
-METRICS = ("file_ndcg", "span_ndcg", "hit@1", "hit@5", "hit@10", *(f"recall@{b}" for b in BUDGETS))
+KINDS = ("behaviour", "architecture", "symbol", "bug", "short", "issue")
+V1_KINDS = ("behaviour", "architecture", "symbol", "bug")  # the first tune set's kinds: its "v1" row stays comparable
+SETS = {"behaviour": "code-search", "architecture": "code-search", "symbol": "code-search", "bug": "bug",
+        "short": "short", "issue": "issue"}
+HIT_METRICS = ("span_ndcg", "hits_file_ndcg", "hits_hit@1")
+METRICS = ("file_ndcg", *HIT_METRICS, "hit@1", "hit@5", "hit@10", *(f"recall@{b}" for b in BUDGETS))
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,7 @@ class Question:
     text: str
     gold: tuple[Gold, ...]
     language: str
+    shape: str | None = None  # a short question's shape: "topic" (a few words) or "name" (a bare identifier)
 
     @property
     def gold_files(self) -> list[str]:
@@ -93,7 +105,7 @@ class Repo:
 
 def load_tuneset(root: Path = TUNESET, repos: Iterable[str] | None = None,
                  kinds: Iterable[str] | None = None) -> list[Repo]:
-    """The pinned repositories with their questions (``questions/*.jsonl`` and ``bugs/*.jsonl``)."""
+    """The pinned repositories with their questions (``questions/*.jsonl``, ``bugs/*.jsonl``, ``issues/*.jsonl``)."""
     wanted = set(repos) if repos else None
     keep = set(kinds) if kinds else set(KINDS)
     out = []
@@ -101,7 +113,7 @@ def load_tuneset(root: Path = TUNESET, repos: Iterable[str] | None = None,
         if wanted is not None and spec["repo"] not in wanted:
             continue
         r = Repo(spec["repo"], spec["commit"], spec["language"])
-        for sub in ("questions", "bugs"):
+        for sub in ("questions", "bugs", "issues"):
             f = root / sub / f"{r.key}.jsonl"
             if not f.is_file():
                 continue
@@ -112,7 +124,8 @@ def load_tuneset(root: Path = TUNESET, repos: Iterable[str] | None = None,
                 if q["kind"] not in keep:
                     continue
                 gold = tuple(Gold(g["path"], g["start_line"], g["end_line"], g.get("symbol")) for g in q["gold"])
-                r.questions.append(Question(q["id"], r.repo, q["kind"], q["question"], gold, r.language))
+                r.questions.append(Question(q["id"], r.repo, q["kind"], q["question"], gold, r.language,
+                                            q.get("shape")))
         if r.questions:
             out.append(r)
     return out
@@ -164,6 +177,13 @@ def ranked_files(result: Any) -> list[str]:
     return seen
 
 
+def score_hits_as_files(gold_files: set[str], hit_paths: Sequence[str | None], k: int = 10) -> float:
+    """NDCG@k of ranked hits against gold files, each gold file found at the first hit in it (the public code-search
+    benchmark's scoring of file targets): later hits of an already found file are not relevant."""
+    rels = [1.0 if p in gold_files and p not in hit_paths[:i] else 0.0 for i, p in enumerate(hit_paths[:k])]
+    return ndcg(rels, len(gold_files), k)
+
+
 def score_ranking(q: Question, result: Any) -> dict[str, float]:
     """File and span metrics of one search result."""
     gold_files = set(q.gold_files)
@@ -171,6 +191,9 @@ def score_ranking(q: Question, result: Any) -> dict[str, float]:
     out = {"file_ndcg": ndcg([1.0 if f in gold_files else 0.0 for f in files], len(gold_files))}
     for k in (1, 5, 10):
         out[f"hit@{k}"] = 1.0 if gold_files & set(files[:k]) else 0.0
+    hit_paths = [h.span.path for h in result.hits[:10]]
+    out["hits_file_ndcg"] = score_hits_as_files(gold_files, hit_paths)
+    out["hits_hit@1"] = 1.0 if hit_paths and hit_paths[0] in gold_files else 0.0
     credited: set[int] = set()
     rels = []
     for h in result.hits[:10]:
@@ -222,6 +245,8 @@ def evaluate(retriever: Any, questions: Sequence[Question], budgets: Sequence[in
         res = retriever.search(q.text, k=50)
         row: dict[str, Any] = {"id": q.id, "repo": q.repo, "kind": q.kind, "language": q.language,
                                "ms": (time.perf_counter() - t0) * 1000, **score_ranking(q, res)}
+        if q.shape:
+            row["shape"] = q.shape
         row["files"] = ranked_files(res)[:10]
         if replies:
             for b in budgets:
@@ -231,19 +256,25 @@ def evaluate(retriever: Any, questions: Sequence[Question], budgets: Sequence[in
 
 
 def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
-    """Means per metric over all questions, and per kind, language, repository and code-search/bug split."""
-    groups: dict[str, dict[str, list[dict[str, Any]]]] = {"all": {"all": list(rows)}, "kind": defaultdict(list),
-                                                           "language": defaultdict(list), "repo": defaultdict(list),
-                                                           "set": defaultdict(list)}
+    """Means per metric over all questions (``all``; ``v1``: the first tune set's kinds only, comparable with results
+    before short questions and issue texts), and per kind, set (code-search, bug, short, issue), short question shape,
+    language and repository."""
+    groups: dict[str, dict[str, list[dict[str, Any]]]] = {
+        "all": {"all": list(rows), "v1": [r for r in rows if r["kind"] in V1_KINDS]}, "kind": defaultdict(list),
+        "language": defaultdict(list), "repo": defaultdict(list), "set": defaultdict(list), "shape": defaultdict(list)}
     for r in rows:
         groups["kind"][r["kind"]].append(r)
         groups["language"][r["language"]].append(r)
         groups["repo"][r["repo"]].append(r)
-        groups["set"]["bug" if r["kind"] == "bug" else "code-search"].append(r)
+        groups["set"][SETS[r["kind"]]].append(r)
+        if r.get("shape"):
+            groups["shape"][f"{r['kind']}/{r['shape']}"].append(r)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for g, members in groups.items():
         out[g] = {}
         for name, rs in sorted(members.items()):
+            if not rs:
+                continue
             out[g][name] = {"n": len(rs), **{m: sum(r[m] for r in rs) / len(rs) for m in METRICS
                                               if rs and all(m in r for r in rs)}}
     return out
@@ -303,25 +334,43 @@ def _f(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
+def _rows_of(s: dict[str, Any], with_languages: bool) -> list[tuple[str, str]]:
+    """The groups a table shows, in order: all, v1, the sets, the kinds, the short question shapes (and languages)."""
+    rows = [("all", k) for k in ("all", "v1") if k in s["all"]]
+    rows += [("set", k) for k in s["set"]] + [("kind", k) for k in s["kind"] if k not in s["set"]]  # bug is both
+    rows += [("shape", k) for k in s.get("shape", {})]
+    return rows + ([("language", k) for k in s["language"]] if with_languages else [])
+
+
+def _table(mode: str, variants: dict[str, Any], cols: Sequence[str], with_languages: bool) -> list[str]:
+    lines = ["| mode | variant | group | n | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 4)]
+    for name, v in variants.items():
+        s = v["summary"]
+        for gname, key in _rows_of(s, with_languages):
+            g = s[gname][key]
+            lines.append(f"| {mode} | {name} | {key} | {g['n']} | " + " | ".join(_f(g.get(c)) for c in cols) + " |")
+    return lines + [""]
+
+
 def render(results: dict[str, Any]) -> str:
-    """The Markdown report."""
+    """The Markdown report: the hits first (what a user and the public benchmarks see), then the ranked files and
+    the replies, then per repository."""
     lines = [f"# Ranking tune set ({results['date']})", "", f"`{results['command']}`; {results['machine']}.", "",
-             "Metrics are means over questions (see `benchmarks/ranking.py`). file = NDCG@10 over distinct files, "
-             "span = NDCG@10 over hits, hit@k over distinct files, recall@B = gold definitions shown in the reply "
-             "at B tokens.", ""]
-    cols = ("file_ndcg", "span_ndcg", "hit@1", "hit@5", "hit@10", "recall@1024", "recall@2048", "recall@4096")
-    head = "| mode | variant | group | n | " + " | ".join(cols) + " |"
+             "Metrics are means over questions (see `benchmarks/ranking.py`). Hits: span = NDCG@10 of the hits "
+             "against the gold definitions, hits_file = NDCG@10 of the hits against the gold files (each file found at its "
+             "first hit, as the public code-search benchmark scores), hits_hit@1 = the first hit is in a gold file. "
+             "Files and replies: file = NDCG@10 over the ranked distinct files, hit@k over distinct files, recall@B = "
+             "gold definitions shown in the reply at B tokens. v1 = the first tune set's kinds (behaviour, "
+             "architecture, symbol, bug), comparable with earlier results; short = short questions (topic: a few "
+             "words, name: a bare identifier); issue = bug reports told by their issue's text.", ""]
+    file_cols = ("file_ndcg", "span_ndcg", "hit@1", "hit@5", "hit@10", "recall@1024", "recall@2048", "recall@4096")
     for mode, res in results["modes"].items():
-        lines += [f"## {mode}", "", head, "|" + "---|" * (len(cols) + 4)]
-        for name, v in res["variants"].items():
-            s = v["summary"]
-            for gname, key in (("all", "all"), *(("set", k) for k in s["set"]), *(("kind", k) for k in s["kind"]),
-                               *(("language", k) for k in s["language"])):
-                g = s[gname][key]
-                lines.append(f"| {mode} | {name} | {key} | {g['n']} | " + " | ".join(_f(g.get(c)) for c in cols)
-                             + " |")
-        lines.append("")
+        lines += [f"## {mode}", "", f"### {mode}, hits", ""]
+        lines += _table(mode, res["variants"], HIT_METRICS, with_languages=False)
+        lines += [f"### {mode}, ranked files and replies", ""]
+        lines += _table(mode, res["variants"], file_cols, with_languages=True)
         default = next(iter(res["variants"].values()))["summary"]["repo"]
+        cols = (*HIT_METRICS, *file_cols[:1], *file_cols[2:])
         lines += [f"### {mode}, per repository (first variant)", "", "| repo | n | " + " | ".join(cols) + " |",
                   "|" + "---|" * (len(cols) + 2)]
         for repo, g in default.items():

@@ -7,6 +7,8 @@
     python -m benchmarks.swebench --all                     # every dev instance (114 django, 77 sympy)
     python -m benchmarks.swebench --repos sympy/sympy       # one of the two repositories
     python -m benchmarks.swebench --mode both --cached-only # only instances whose indexes are built in both modes
+    python -m benchmarks.swebench --mode hybrid --embedding code-static --limit 10   # another model's hybrid
+    python -m benchmarks.swebench --mode hybrid --ablate path --rank 'lexical_weight={"symbol":0,"words":0,"report":0}'
 
 Only the instances of ``sympy/sympy`` and ``django/django`` are read (the other repositories of SWE-bench Lite are
 held out; see :mod:`benchmarks.swebench_data`). The subset is the ``--limit`` (default 30) instances of each
@@ -14,7 +16,8 @@ repository with the smallest sha1(instance_id). Where the sources come from and 
 :mod:`benchmarks.swebench_sources`.
 
 Per instance, the question is the ``problem_statement`` as is, asked through the public API of
-:class:`~llmc_splitters.retrieval.CodeRetriever` (lexical: ``embedding=None``; hybrid: ``minilm``):
+:class:`~llmc_splitters.retrieval.CodeRetriever` (lexical: ``embedding=None``; hybrid: ``minilm``, or ``--embedding``: any spec ``resolve_embedding`` takes, whose
+indexes are filed apart, under ``hybrid-<spec>``):
 ``search(q, k=10)`` and ``retrieve(q, max_context_tokens=2048)``. A ranking variant is given to the retriever
 (``CodeRetriever(ranking=...)``, which both calls use; ``retrieve`` takes no ``ranking=`` of its own). Metrics, then
 their means per repository and overall:
@@ -39,10 +42,12 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .ranking import Gold, ranked_files, shown, variants_for
+from .variants import settings_from
 from .swebench_data import DEV_REPOS, Instance, gold_definitions, gold_files, load_dev, parse_patch, subset
 from .swebench_sources import build_index, data_text, is_built, open_retriever, prepare, resolve
 
@@ -52,6 +57,7 @@ BUDGET = 2048
 KS = (1, 5, 10)
 METRICS = (*(f"hits_hit@{k}" for k in KS), "hits_mrr", *(f"files_hit@{k}" for k in KS), f"recall@{BUDGET}")
 _EMBEDDINGS: dict[str, Any] = {}
+MINILM = "minilm"
 
 
 def dev_instances(limit: int | None = 30) -> list[Instance]:
@@ -59,15 +65,23 @@ def dev_instances(limit: int | None = 30) -> list[Instance]:
     return subset(load_dev(data_text()), limit)
 
 
-def embedding_for(mode: str) -> Any:
-    """``None`` for lexical; the default ``minilm`` model for hybrid, loaded once per process."""
+def embedding_for(mode: str, spec: str = MINILM) -> Any:
+    """``None`` for lexical; for hybrid the model ``spec`` names (MiniLM by default), loaded once per process."""
     if mode == "lexical":
         return None
-    if mode not in _EMBEDDINGS:
+    if spec not in _EMBEDDINGS:
         from llmc_splitters.retrieval.embeddings import resolve_embedding
 
-        _EMBEDDINGS[mode] = resolve_embedding("minilm")
-    return _EMBEDDINGS[mode]
+        _EMBEDDINGS[spec] = resolve_embedding(spec)
+    return _EMBEDDINGS[spec]
+
+
+def index_kind(mode: str, spec: str = MINILM) -> str:
+    """What an index's name ends with: the mode, and for a hybrid index of a model other than MiniLM the model too
+    (indexes of two models never replace each other; MiniLM's keep the name they were cached under)."""
+    if mode == "lexical" or spec == MINILM:
+        return mode
+    return f"{mode}-" + "".join(c if c.isalnum() or c in ".-" else "_" for c in spec)
 
 
 def score(gold: Sequence[str], defs: Sequence[Gold], result: Any, pieces: Sequence[Any]) -> dict[str, float]:
@@ -105,9 +119,10 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def run(mode: str, ranking: Any = None, instances: Sequence[Instance] | None = None, *,
-        log: Callable[[str], None] = print) -> dict[str, Any]:
+        embedding: str = MINILM, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Every instance (default: the 30 + 30 subset) in ``mode`` (``lexical`` or ``hybrid``) with a ranking
-    variant (a :class:`~llmc_splitters.retrieval.Ranking`; ``None``: the library's default). Indexes are built
+    variant (a :class:`~llmc_splitters.retrieval.Ranking`; ``None``: the library's default); ``embedding``: the
+    hybrid model's spec. Indexes are built
     once and reused from the cache, so a loop over variants costs only the questions.
 
     Returns ``{"mode", "summary", "rows", "details", "index_seconds", "seconds"}``: ``rows`` hold the metrics
@@ -116,7 +131,8 @@ def run(mode: str, ranking: Any = None, instances: Sequence[Instance] | None = N
         msg = f"mode must be lexical or hybrid, got {mode!r}"
         raise SystemExit(msg)
     chosen = dev_instances() if instances is None else list(instances)
-    embedding = embedding_for(mode)
+    kind = index_kind(mode, embedding)
+    model = embedding_for(mode, embedding)
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
@@ -130,9 +146,9 @@ def run(mode: str, ranking: Any = None, instances: Sequence[Instance] | None = N
             continue
         gold = gold_files(patches)
         defs = gold_definitions(patches, src.pre_fix)
-        index_dir, spent = build_index(src, mode, embedding, log=log)
+        index_dir, spent = build_index(src, kind, model, log=log)
         index_seconds += spent
-        r = open_retriever(index_dir, embedding, ranking)
+        r = open_retriever(index_dir, model, ranking)
         try:
             res = r.search(inst.question, k=K)
             reply = r.retrieve(inst.question, max_context_tokens=BUDGET)
@@ -151,14 +167,14 @@ def run(mode: str, ranking: Any = None, instances: Sequence[Instance] | None = N
             "files": ranked_files(res)[:K],
             "scores": {m: row[m] for m in METRICS if m in row},
         })
-    return {"mode": mode, "summary": aggregate(rows), "rows": rows, "details": details,
+    return {"mode": mode, "embedding": None if model is None else embedding, "summary": aggregate(rows), "rows": rows, "details": details,
             "index_seconds": index_seconds, "seconds": time.perf_counter() - t0}
 
 
-def built(inst: Instance, modes: Sequence[str]) -> bool:
+def built(inst: Instance, modes: Sequence[str], embedding: str = MINILM) -> bool:
     """Whether an instance's indexes are built in every mode (or it is skipped: it needs none)."""
     src = resolve(inst, parse_patch(inst.patch))
-    return isinstance(src, str) or all(is_built(src, m) for m in modes)
+    return isinstance(src, str) or all(is_built(src, index_kind(m, embedding)) for m in modes)
 
 
 def _f(x: float | None) -> str:
@@ -178,7 +194,8 @@ def render(results: dict[str, Any]) -> str:
     cols = METRICS
     head = "| mode | variant | repo | n | scored | n_recall | module_level | " + " | ".join(cols) + " |"
     for mode, variants in results["modes"].items():
-        lines += [f"## {mode}", "", head, "|" + "---|" * (len(cols) + 7)]
+        model = next(iter(variants.values())).get("embedding")
+        lines += [f"## {mode}" + (f" ({model})" if model else ""), "", head, "|" + "---|" * (len(cols) + 7)]
         for name, res in variants.items():
             for repo, g in res["summary"].items():
                 lines.append(f"| {mode} | {name} | {repo} | {g['n']} | {g['scored']} | {g['n_recall']} | "
@@ -203,6 +220,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cached-only", action="store_true", help="only the instances whose indexes are built in "
                                                                 "every mode asked (and those skipped)")
     ap.add_argument("--ablate", default="", help="ranking rules to switch off one at a time, or 'all'")
+    ap.add_argument("--rank", action="append", default=[], metavar="NAME=VALUE",
+                    help="a Ranking field (JSON value) set in every variant, e.g. lexical_weight={...} (repeatable)")
+    ap.add_argument("--embedding", default=MINILM, help="the hybrid runs' model (any spec resolve_embedding takes; "
+                                                         "default: MiniLM)")
     ap.add_argument("--tag", default="", help="results file suffix")
     ap.add_argument("--dump", type=Path, help="write per-instance details (JSON lines) here")
     ap.add_argument("--out", type=Path, default=RESULTS)
@@ -221,14 +242,19 @@ def main(argv: list[str] | None = None) -> None:
         return
     modes = ("lexical", "hybrid") if args.mode == "both" else (args.mode,)
     if args.cached_only:
-        chosen = [i for i in chosen if built(i, modes)]
+        chosen = [i for i in chosen if built(i, modes, args.embedding)]
     variants = variants_for(args.ablate or None)
+    if args.rank:
+        from llmc_splitters.retrieval import Ranking
+
+        values = settings_from(args.rank)
+        variants = {name: replace(r or Ranking(), **values) for name, r in variants.items()}
     out: dict[str, dict[str, Any]] = {}
     details = []
     for m in modes:
         out[m] = {}
         for name, ranking in variants.items():
-            res = run(m, ranking, chosen)
+            res = run(m, ranking, chosen, embedding=args.embedding)
             details += [{"mode": m, "variant": name, **d} for d in res.pop("details")]
             out[m][name] = res
     first = next(iter(next(iter(out.values())).values()))

@@ -19,7 +19,11 @@ def ranking_from(ablate: str, settings: Sequence[str]) -> Any:
         return None
     from llmc_splitters.retrieval import Ranking
 
-    r = Ranking().without(*[a for a in ablate.split(",") if a])
+    return replace(Ranking().without(*[a for a in ablate.split(",") if a]), **settings_from(settings))
+
+
+def settings_from(settings: Sequence[str]) -> dict[str, Any]:
+    """``name=value`` settings as the fields they set (a value is JSON when it parses as JSON, else the string)."""
     values = {}
     for s in settings:
         name, _, value = s.partition("=")
@@ -27,4 +31,4 @@ def ranking_from(ablate: str, settings: Sequence[str]) -> Any:
             values[name] = json.loads(value)
         except json.JSONDecodeError:
             values[name] = value
-    return replace(r, **values)
+    return values

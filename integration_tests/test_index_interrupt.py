@@ -347,8 +347,11 @@ def test_killed_from_outside_then_resumed(workdir, big_tree, big_reference):
     resumed = _run(workdir, store, big_tree)
     assert resumed is not None
     n_files = len(_texts(big_tree))
-    # The files written before the kill are skipped as unchanged (on their stat), the rest are indexed now.
-    assert len(resumed["unchanged"]) >= 40 and resumed["added"], resumed["at_open"]
+    # The files written before the kill are skipped as unchanged (on their stat), the rest are indexed now. The kill
+    # lands wherever the run is when the test sees 40 files written: on a loaded machine the writer may have written
+    # every file's rows by then (the outbox replays their lexical documents), and nothing is left to add.
+    assert len(resumed["unchanged"]) >= 40, resumed["at_open"]
+    assert resumed["added"] or resumed["at_open"]["paths"] == n_files, resumed["at_open"]
     assert len(resumed["unchanged"]) + len(resumed["added"]) == n_files
     assert list(resumed["failed"]) == ["zz_bad/blob.py"]
     _check_complete(resumed["dump"], big_tree, big_reference["dump"])

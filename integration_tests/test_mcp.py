@@ -325,13 +325,10 @@ def test_missing_index_is_a_tool_error_not_a_crash(tmp_path, where):
 
 def test_unreachable_chroma_server_is_a_tool_error_and_the_server_stays_up(tmp_path):
     """A hybrid index whose vectors are to be read from a Chroma server that does not answer (``--host``)."""
-    from llmc_splitters.cli.common import _minilm_available
-
-    if not _minilm_available():
-        pytest.skip("needs the MiniLM embedding (the [embeddings] extra) to build a hybrid index")
+    pytest.importorskip("numpy", reason="needs the default embedding (numpy) to build a hybrid index")
     _copy(tmp_path / "tree", ["textwrap.py"])
     subprocess.run([sys.executable, "-m", "llmc_splitters", "index", str(tmp_path / "tree"), "--db",
-                    str(tmp_path / "db"), "--embedding", "minilm", "-q"], env=_env(), check=True, timeout=170,
+                    str(tmp_path / "db"), "--embedding", "code-static", "-q"], env=_env(), check=True, timeout=170,
                    stdout=subprocess.DEVNULL)
 
     async def main():

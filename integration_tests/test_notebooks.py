@@ -79,7 +79,7 @@ print("RESULTS " + json.dumps(summary))
 """,
     "02_langchain_rag.ipynb": """
 cells = {q: retriever.invoke(q)[0] for q in ("count how often each HTTP status code appears in an access log",
-                                              "serve the current directory over HTTP on a port")}
+                                              "shell function that serves the current directory on a local port")}
 import re
 doors = {q: {"source": d.metadata["source"], "language": d.metadata["language"],
              "markers": re.findall(r"^# \\S+:\\d+-\\d+", d.page_content, flags=re.M)}
@@ -174,7 +174,7 @@ def test_langchain_rag(kernel, tmp_path):
     assert cell["source"] == "analysis.ipynb#cell1" and cell["language"] == "python"
     # The code cell's hit, after the markdown cell above it that says what it does.
     assert cell["markers"] == ["# analysis.ipynb#cell0:1-2", "# analysis.ipynb#cell1:1-11"]
-    script = doors["serve the current directory over HTTP on a port"]
+    script = doors["shell function that serves the current directory on a local port"]
     assert script["source"] == "bin/serve" and script["language"] == "bash"
     assert script["markers"][0].startswith("# bin/serve:")
     # Where the budget goes: every reply within it, and the hits with their context.

@@ -365,3 +365,128 @@ def test_alternate_runs_the_revision_and_the_checkout_in_turn(tmp_path) -> None:
     res = alternate.run("HEAD", 1, [str(tree), "--embedding", "none"])
     assert [r["files"] for r in res["runs"]["before"] + res["runs"]["after"]] == [2, 2]
     assert set(res["means"]) == {"before", "after"} and res["means"]["after"]["index_seconds"] >= 0
+
+
+# ------------------------------------------------------------------------------------------- the ranking tune set
+
+
+def _hit(path: str, start: int, end: int):  # noqa: ANN202
+    from types import SimpleNamespace
+
+    return SimpleNamespace(span=SimpleNamespace(path=path, start_line=start, end_line=end))
+
+
+def ndcg_of(rels: list[int], n: int) -> float:
+    from benchmarks.ranking import ndcg
+
+    return ndcg([float(r) for r in rels], n)
+
+
+def test_hits_as_files_credit_each_gold_file_at_its_first_hit() -> None:
+    from benchmarks.ranking import ndcg, score_hits_as_files
+
+    # Two pieces of a wrong file push the gold file to the third hit: the hits score it at rank 3, where the list of
+    # distinct files would put it at rank 2.
+    assert score_hits_as_files({"b.py"}, ["a.py", "a.py", "b.py"]) == pytest.approx(ndcg([0, 0, 1], 1))
+    assert score_hits_as_files({"b.py"}, ["a.py", "a.py", "b.py"]) == pytest.approx(0.5)
+    # A second hit in an already found gold file earns nothing; a second gold file found later does.
+    assert score_hits_as_files({"b.py", "c.py"}, ["b.py", "b.py", "c.py"]) == pytest.approx(ndcg([1, 0, 1], 2))
+    assert score_hits_as_files({"b.py"}, ["b.py", "b.py"]) == 1.0
+    # Only the first k hits count, and no hits score nothing.
+    assert score_hits_as_files({"b.py"}, ["a.py"] * 10 + ["b.py"]) == 0.0
+    assert score_hits_as_files({"b.py"}, []) == 0.0
+
+
+def test_score_ranking_reports_the_hits_beside_the_file_list() -> None:
+    from types import SimpleNamespace
+
+    from benchmarks.ranking import Gold, Question, score_ranking
+
+    q = Question("q", "o/r", "short", "Session", (Gold("s.py", 10, 40, "Session"), Gold("t.py", 1, 5)), "python",
+                 "name")
+    # No `files` on the result: the file list is the hits' distinct paths (a.py, s.py, t.py).
+    res = SimpleNamespace(hits=[_hit("a.py", 1, 9), _hit("a.py", 10, 20), _hit("s.py", 12, 30), _hit("s.py", 35, 50),
+                                _hit("t.py", 2, 3)])
+    got = score_ranking(q, res)
+    assert got["hits_hit@1"] == 0.0 and got["hit@1"] == 0.0 and got["hit@5"] == 1.0
+    assert got["hits_file_ndcg"] == pytest.approx(ndcg_of([0, 0, 1, 0, 1], 2))
+    assert got["file_ndcg"] == pytest.approx(ndcg_of([0, 1, 1], 2))
+    assert got["hits_file_ndcg"] < got["file_ndcg"]
+    # Span: s.py's definition is credited once (at hit 3), t.py's at hit 5.
+    assert got["span_ndcg"] == pytest.approx(ndcg_of([0, 0, 1, 0, 1], 2))
+    res = SimpleNamespace(hits=[_hit("s.py", 12, 30)])
+    assert score_ranking(q, res)["hits_hit@1"] == 1.0
+
+
+def _write_tuneset(root, src) -> None:  # noqa: ANN001
+    (root / "questions").mkdir(parents=True)
+    (root / "bugs").mkdir()
+    (root / "issues").mkdir()
+    (root / "repos.json").write_text(json.dumps([{"repo": "o/r", "commit": "0" * 40, "language": "python"}]))
+    gold = [{"path": "sessions.py", "start_line": 1, "end_line": 6, "symbol": "Session"}]
+    questions = [
+        {"id": "r-s01", "repo": "o/r", "kind": "symbol", "question": "where is the Session class", "gold": gold},
+        {"id": "r-n01", "repo": "o/r", "kind": "short", "shape": "name", "question": "Session", "gold": gold},
+        {"id": "r-t01", "repo": "o/r", "kind": "short", "shape": "topic", "question": "retry backoff delay",
+         "gold": [{"path": "retry.py", "start_line": 1, "end_line": 3, "symbol": "backoff"}]},
+    ]
+    (root / "questions" / "o+r.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+    bug = {"id": "r-bug-001", "repo": "o/r", "kind": "bug", "question": "Fix backoff growing without bound",
+           "gold": [{"path": "retry.py", "start_line": 1, "end_line": 3, "symbol": "backoff"}]}
+    (root / "bugs" / "o+r.jsonl").write_text(json.dumps(bug) + "\n")
+    issue = {**bug, "id": "r-issue-001", "kind": "issue", "bug": "r-bug-001",
+             "question": "Retries wait for hours\n\nAfter ten failures the client sleeps far too long.",
+             "issue_url": "https://github.com/o/r/issues/1"}
+    (root / "issues" / "o+r.jsonl").write_text(json.dumps(issue) + "\n")
+    (src / "o+r").mkdir(parents=True)
+    (src / "o+r" / "sessions.py").write_text(textwrap.dedent("""\
+        class Session:
+            \"\"\"A session keeps settings across requests.\"\"\"
+
+            def send(self, request):
+                return self.adapter.send(request)
+
+        """))
+    (src / "o+r" / "retry.py").write_text(textwrap.dedent("""\
+        def backoff(attempt, base=0.5, cap=30.0):
+            \"\"\"Exponential backoff delay for a retry attempt, capped.\"\"\"
+            return min(cap, base * 2 ** attempt)
+        """))
+
+
+def test_tuneset_loads_short_questions_and_issue_texts(tmp_path) -> None:  # noqa: ANN001
+    from benchmarks.ranking import load_tuneset
+
+    _write_tuneset(tmp_path / "set", tmp_path / "src")
+    (repo,) = load_tuneset(tmp_path / "set")
+    assert [(q.kind, q.shape) for q in repo.questions] == [
+        ("symbol", None), ("short", "name"), ("short", "topic"), ("bug", None), ("issue", None)]
+    (only,) = load_tuneset(tmp_path / "set", kinds=["issue"])
+    assert [q.id for q in only.questions] == ["r-issue-001"]
+    assert only.questions[0].gold_files == ["retry.py"]
+
+
+def test_tuneset_run_reports_hits_per_kind_and_keeps_v1_comparable(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from benchmarks import ranking
+
+    _write_tuneset(tmp_path / "set", tmp_path / "src")
+    monkeypatch.setenv("LLMC_TUNE_SOURCES", str(tmp_path / "src"))
+    monkeypatch.setattr(ranking, "CACHE", tmp_path / "cache")
+    repos = ranking.load_tuneset(tmp_path / "set")
+    res = ranking.run_mode(repos, "lexical", variants={"default": None}, replies=False, log=lambda _m: None)
+    rows = res["variants"]["default"]["rows"]
+    assert {r["kind"] for r in rows} == {"symbol", "short", "bug", "issue"}
+    for r in rows:
+        assert all(0.0 <= r[m] <= 1.0 for m in ranking.HIT_METRICS)
+    s = res["variants"]["default"]["summary"]
+    assert s["all"]["all"]["n"] == 5 and s["all"]["v1"]["n"] == 2  # v1: the symbol question and the commit bug
+    assert set(s["set"]) == {"code-search", "bug", "short", "issue"}
+    assert s["shape"]["short/name"]["n"] == 1 and s["shape"]["short/topic"]["n"] == 1
+    md = ranking.render({"date": "d", "command": "c", "machine": "m", "modes": {"lexical": res}})
+    hits, files = md.index("### lexical, hits"), md.index("### lexical, ranked files and replies")
+    assert hits < files < md.index("### lexical, per repository")
+    hit_table = md[hits:files]
+    for key in ("all", "v1", "short", "issue", "short/name"):
+        assert f"| lexical | default | {key} |" in hit_table
+    assert "hits_file_ndcg" in hit_table and "recall@2048" not in hit_table
+    assert hit_table.count("| lexical | default | issue |") == 1  # a kind that is its own set is shown once

@@ -214,6 +214,33 @@ def test_the_index_key_follows_indexing_code_not_ranking_code(tmp_path: Path) ->
     assert keys()[0] != base[0]
 
 
+def test_a_hybrid_index_key_follows_its_own_model_only(tmp_path: Path) -> None:
+    """Adding a backend or changing which one is the default leaves another model's hybrid indexes valid."""
+    emb = tmp_path / "retrieval/embeddings"
+    for name in ("minilm.py", "onnx.py", "base.py", "code_static.py", "resolve.py", "__init__.py"):
+        (emb / name).parent.mkdir(parents=True, exist_ok=True)
+        (emb / name).write_text(name)
+    (emb / "data").mkdir()
+    (emb / "data/code-static.npz").write_bytes(b"table")
+
+    def keys() -> dict[str, str]:
+        return {m: C.index_digest("hybrid", 512, tmp_path, embedding=m) for m in ("minilm", "code-static")}
+
+    base = keys()
+    assert base["minilm"] != base["code-static"]
+    for name in ("resolve.py", "__init__.py", "data/code-static.npz"):
+        (emb / name).write_text("changed")
+    assert keys() == base
+    (emb / "code_static.py").write_text("changed")
+    assert keys()["minilm"] == base["minilm"] and keys()["code-static"] != base["code-static"]
+    changed = keys()
+    (emb / "onnx.py").write_text("changed")
+    assert keys()["minilm"] != base["minilm"] and keys()["code-static"] == changed["code-static"]
+    before = keys()
+    (emb / "base.py").write_text("changed")  # shared by every model
+    assert all(keys()[m] != before[m] for m in before)
+
+
 def test_the_semble_peer_is_scored_with_the_same_scorer(bench: C.Config, tmp_path: Path) -> None:
     """The driver's answer (here a stand-in script printing a fixed one) goes through the same scorer."""
     answer = {"semble_version": "9.9", "model_dir": "m", "repos": {"flask": {

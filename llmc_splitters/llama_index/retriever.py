@@ -96,7 +96,8 @@ class CodeParentRetriever(BaseRetriever):
     attributes. An argument this retriever does not take raises :class:`~llmc_splitters.ConfigurationError` naming
     the nearest one (``top_k`` -> ``k``), not a bare ``TypeError``. Given a
     :class:`~llmc_splitters.llama_index.LocalEmbedding`, it embeds with the model underneath, so the index records
-    the model's own name (``minilm-onnx-int8-128:model`` for ``"minilm"``), as ``llmc-splitters index`` does.
+    the model's own name (``minilm-onnx-int8-128:model`` for ``"minilm"``, ``code-static256:<digest>`` for the
+    default), as ``llmc-splitters index`` does.
 
     Paths are stored and cited relative to ``root``: by default, the common directory of the documents when their
     paths are absolute (``SimpleDirectoryReader`` gives absolute paths), and ``directory`` itself for

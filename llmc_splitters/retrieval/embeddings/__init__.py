@@ -11,7 +11,10 @@ loading nothing until its first embed call:
 
 * :class:`MiniLMEmbedding`: sentence-transformers on torch;
 * :class:`OnnxMiniLMEmbedding`: ONNX Runtime, int8, exported locally at first use and cached;
-* :class:`StaticMiniLMEmbedding`: a model2vec static embedding distilled locally at first use and cached.
+* :class:`StaticMiniLMEmbedding`: a model2vec static embedding distilled locally at first use and cached;
+
+and :class:`CodeStaticEmbedding` (``code-static``, the default: :data:`DEFAULT_BACKEND`), a static code embedding this
+project trained from the same MiniLM, whose table ships inside the package (numpy only at run time).
 
 :func:`resolve_embedding` turns a CLI/config string into one of these, a local model directory, or a LangChain /
 LlamaIndex embedding built by a ``module:factory`` callable. :func:`embed_texts` embeds many texts in batches
@@ -27,10 +30,11 @@ from __future__ import annotations
 
 from .base import BoundedView, Embedding, EmbeddingIdentity, bounded_view, identity_of
 from .batching import BatchEmbedder, BatchLimits, EmbedFailure, EmbedResult, embed_texts, plan_batches
+from .code_static import CodeStaticEmbedding
 from .hashing import HashingEmbedding
 from .minilm import MiniLMEmbedding, SentenceTransformerEmbedding
 from .onnx import OnnxEmbedding, OnnxMiniLMEmbedding
-from .resolve import BACKENDS, DEFAULT_BACKEND, ForeignEmbedding, resolve_embedding
+from .resolve import BACKENDS, DEFAULT_BACKEND, MINILM_BACKEND, ForeignEmbedding, resolve_embedding
 from .static import StaticEmbedding, StaticMiniLMEmbedding
 
 __all__ = [
@@ -38,6 +42,7 @@ __all__ = [
     "BatchEmbedder",
     "BatchLimits",
     "BoundedView",
+    "CodeStaticEmbedding",
     "DEFAULT_BACKEND",
     "EmbedFailure",
     "EmbedResult",
@@ -45,6 +50,7 @@ __all__ = [
     "EmbeddingIdentity",
     "ForeignEmbedding",
     "HashingEmbedding",
+    "MINILM_BACKEND",
     "MiniLMEmbedding",
     "OnnxEmbedding",
     "OnnxMiniLMEmbedding",

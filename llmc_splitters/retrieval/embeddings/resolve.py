@@ -21,7 +21,8 @@ from ...errors import ConfigurationError, LlmcError
 from .base import EmbeddingIdentity
 from .batching import BatchLimits
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "ForeignEmbedding", "recorded_spec", "resolve_embedding"]
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "MINILM_BACKEND", "ForeignEmbedding", "recorded_spec",
+           "resolve_embedding"]
 
 
 def _torch() -> Any:
@@ -54,6 +55,12 @@ def _static() -> Any:
     return StaticMiniLMEmbedding()
 
 
+def _code_static() -> Any:
+    from .code_static import CodeStaticEmbedding
+
+    return CodeStaticEmbedding()
+
+
 def _hashing() -> Any:
     from .hashing import HashingEmbedding
 
@@ -67,13 +74,20 @@ BACKENDS: dict[str, tuple[Callable[[], Any], str]] = {
     "minilm-onnx-fp32": (_onnx_fp32, "all-MiniLM-L6-v2 on ONNX Runtime, float32"),
     "minilm-onnx-128": (_onnx_128, "all-MiniLM-L6-v2 on ONNX Runtime, int8, 128-word-piece window (as trained)"),
     "minilm-static": (_static, "static embedding distilled from all-MiniLM-L6-v2 with model2vec (256 dims)"),
+    "code-static": (_code_static, "static code embedding trained here from MiniLM, shipped in the package (numpy)"),
     "hashing": (_hashing, "feature hashing of code terms: no model (tests, stand-in)"),
 }
 
-#: What ``minilm`` means, chosen by measurement (benchmarks/results/embeddings.md): the fastest local option whose
-#: hybrid full-hit on the tune packages is within 0.02 of MiniLM on torch (about 5x its texts/s, no torch at
-#: query time).
-DEFAULT_BACKEND = "minilm-onnx-128"
+#: The model a new hybrid index gets unless told otherwise (``llmc-splitters index --embedding auto``), chosen by
+#: measurement (issue 39, benchmarks/results/code-static.md): the project's static code embedding, whose hybrid
+#: NDCG@10 on the code-search dev split is within 0.01 of MiniLM's (0.855 against 0.861) at about 150 times its
+#: texts per CPU-second, shipped in the package and run by numpy alone.
+DEFAULT_BACKEND = "code-static"
+
+#: What ``minilm`` means: all-MiniLM-L6-v2 as chosen by measurement (benchmarks/results/embeddings.md), the fastest
+#: local option whose hybrid full-hit on the tune packages is within 0.02 of MiniLM on torch (about 5x its texts/s,
+#: no torch at query time).
+MINILM_BACKEND = "minilm-onnx-128"
 
 # Names recorded by indexes (identity names) that map back to a backend.
 _RECORDED = (
@@ -84,6 +98,17 @@ _RECORDED = (
     (re.compile(r"minilm-static256:model"), "minilm-static"),
     (re.compile(r"hashing:256"), "hashing"),
 )
+
+
+def _recorded_code_static(name: str) -> bool:
+    """Whether ``name`` is the identity of the shipped code-static table (another table's vectors are not its)."""
+    if not name.startswith("code-static"):
+        return False
+    from .code_static import DIMENSION, WEIGHTS_SHA256
+
+    return name == f"code-static{DIMENSION}:{WEIGHTS_SHA256[:12]}"
+
+
 _FACTORY = re.compile(r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*):([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?:#.*)?$")
 
 
@@ -232,6 +257,8 @@ def recorded_spec(name: str) -> str | None:
         >>> recorded_spec("minilm-onnx-int8-128:model"), recorded_spec("MyEmbeddings")
         ('minilm-onnx-128', None)
     """
+    if _recorded_code_static(name):
+        return "code-static"
     return next((backend for pattern, backend in _RECORDED if pattern.fullmatch(name)), None)
 
 
@@ -239,8 +266,9 @@ def resolve_embedding(spec: Any) -> Any:
     """Build the embedding a CLI flag or config value names.
 
     Args:
-        spec: ``None``/``"none"`` (lexical only), ``"minilm"`` (the default local backend), a backend name of
-            :data:`BACKENDS` (``"minilm-torch"``, ``"minilm-onnx"``, ``"minilm-static"``, ...), a name an index
+        spec: ``None``/``"none"`` (lexical only), ``"minilm"`` (MiniLM's local backend, :data:`MINILM_BACKEND`), a
+            backend name of :data:`BACKENDS` (``"code-static"``, the default :data:`DEFAULT_BACKEND`;
+            ``"minilm-torch"``, ``"minilm-onnx"``, ``"minilm-static"``, ...), a name an index
             recorded (``"minilm:model"``), a local sentence-transformers model directory, ``"module:factory"``
             (returning a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding``), or an embedding object
             (returned as is, a framework one wrapped).
@@ -270,12 +298,12 @@ def resolve_embedding(spec: Any) -> Any:
     if low in ("none", ""):
         return None
     if low == "minilm":
-        return BACKENDS[DEFAULT_BACKEND][0]()
+        return BACKENDS[MINILM_BACKEND][0]()
     if low in BACKENDS:
         return BACKENDS[low][0]()
-    for pattern, backend in _RECORDED:
-        if pattern.fullmatch(text):
-            return BACKENDS[backend][0]()
+    backend = recorded_spec(text)
+    if backend is not None:
+        return BACKENDS[backend][0]()
     path = Path(text).expanduser()
     if path.is_dir():
         from .minilm import SentenceTransformerEmbedding

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..terms import code_terms
@@ -64,6 +64,8 @@ _DOTTED = re.compile(r"\b[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+\b")
 # Namespace-qualified names other languages write: Rack::Response (Ruby, C++, Rust), Foo\Bar (PHP), $a->b (PHP).
 _QUALIFIED = re.compile(r"\b[A-Za-z_$][\w$]*(?:(?:::|\\|->)[A-Za-z_$][\w$]*)+\b")
 _QUALIFIER = re.compile(r"::|\\|->")
+# A name written as a call in prose: "partitions() reusing...", "cse() has strange behaviour".
+_CALL = re.compile(r"(?<![\w.$])([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\(\)")
 # A word with a case change inside (maxRetries, HTTPServer, ZodType): written as code, not as prose. An acronym
 # (TCP, JSON, URLs) is written in capitals in prose too.
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
@@ -113,6 +115,8 @@ class Question:
         topic: The terms that say what it is about, which a file's name may say too: all its terms, none for a
             report (see :mod:`.ranking`, the path rule).
         named: The files it names outside its stack frames (``numberformat.py``, ``src/client.ts``).
+        headline: The names its first line gives (a report's title names its subject: ``cse() has strange
+            behaviour``), for a report; else its names.
     """
 
     text: str
@@ -125,6 +129,7 @@ class Question:
     words: int = 0
     topic: frozenset[str] = field(default_factory=frozenset)
     named: tuple[str, ...] = ()
+    headline: tuple[str, ...] = ()
 
 
 def _drop_dumps(text: str) -> str:
@@ -174,22 +179,8 @@ def _asks_for(words: Iterable[str], text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def analyze_question(text: str) -> Question:
-    """Read a question (see the module docstring)."""
-    cleaned = _drop_dumps(text)
-    code = [m.group(1) for m in _FENCE.finditer(cleaned)]
-    prose = _FENCE.sub(" ", cleaned)
-    code += [m.group(1) for m in _INLINE.finditer(prose)]
-    frames = _frames(cleaned)
-    paths: list[str] = []
-    files: list[str] = []  # paths with a file kind's extension (not "1/2", "w/o")
-    for m in _PATH.finditer(cleaned):
-        p = (m.group(1) or m.group(2)).strip("./")
-        if p and "://" not in cleaned[max(0, m.start() - 8):m.end()] and p not in paths:
-            paths.append(p)
-            if m.group(1):
-                files.append(p)
-    words = _WORD.findall(prose)
+def _names(prose: str, code: Sequence[str], words: Sequence[str], frames: Sequence[Frame]) -> list[str]:
+    """The identifiers a question names, lowercased, whole and by their last part (see the module docstring)."""
     names: list[str] = []
 
     def add_name(n: str) -> None:
@@ -212,12 +203,34 @@ def analyze_question(text: str) -> Question:
     for c in code:
         if _WORD.fullmatch(c.strip()):
             add_name(c.strip())
+    for m in _CALL.finditer(prose):  # written as a call in prose: partitions(), cse()
+        add_name(m.group(1))
     for fr in frames:
         if fr.function:
             add_name(fr.function)
+    return names
+
+
+def analyze_question(text: str) -> Question:
+    """Read a question (see the module docstring)."""
+    cleaned = _drop_dumps(text)
+    code = [m.group(1) for m in _FENCE.finditer(cleaned)]
+    prose = _FENCE.sub(" ", cleaned)
+    code += [m.group(1) for m in _INLINE.finditer(prose)]
+    frames = _frames(cleaned)
+    paths: list[str] = []
+    files: list[str] = []  # paths with a file kind's extension (not "1/2", "w/o")
+    for m in _PATH.finditer(cleaned):
+        p = (m.group(1) or m.group(2)).strip("./")
+        if p and "://" not in cleaned[max(0, m.start() - 8):m.end()] and p not in paths:
+            paths.append(p)
+            if m.group(1):
+                files.append(p)
+    words = _WORD.findall(prose)
+    names = _names(prose, code, words, frames)
     n_words = len(words)
     if len(_WORD.findall(_QUALIFIER.sub(".", prose).replace(".", " "))) == 1 and not frames and not code:
-        add_name(words[0])  # a question of one word is a name, whatever its case (Session, view)
+        names.append(words[0].lower())  # a question of one word is a name, whatever its case (Session, view)
     multiline = cleaned.count("\n") >= 2
     if frames or code and multiline or n_words > 40 or (multiline and n_words > 15):
         shape = "report"
@@ -242,7 +255,12 @@ def analyze_question(text: str) -> Question:
     # The files a traceback passed through are its frames' (weighed above), not files the report names.
     framed = [fr.path.replace("\\", "/") for fr in frames]
     named = tuple(p for p in files if not any(p in f for f in framed))
-    return Question(text, shape, terms, tuple(names), tuple(paths), tuple(frames), asks, n_words, topic, named)
+    headline = names
+    if shape == "report":
+        title = next((line for line in prose.splitlines() if line.strip()), "")
+        headline = _names(title, [m.group(1) for m in _INLINE.finditer(title)], _WORD.findall(title), [])
+    return Question(text, shape, terms, tuple(names), tuple(paths), tuple(frames), asks, n_words, topic, named,
+                    tuple(headline))
 
 
 def weigh(question: Question, n_docs: int, df: Mapping[str, int]) -> dict[str, float]:

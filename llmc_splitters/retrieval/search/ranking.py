@@ -9,8 +9,11 @@ store, and :func:`rank` orders them:
    ``w / (rrf_k + rank_lexical) + (1 - w) / (rrf_k + rank_dense)``, where ``w`` follows the question's shape
    (``adaptive``: :attr:`Ranking.lexical_weight`; otherwise 0.5).
 2. **Definition** (``definition``): in a question shaped like a symbol (``definition_shapes``), a span
-   whose own name is a name the question mentions (``Session.send``, ``parse_headers``, a word in backticks, a
-   traceback's function, a question of one word such as ``Session``) gets ``definition_boost`` times its score.
+   that defines a name the question mentions (``Session.send``, ``parse_headers``, a word in backticks, a
+   traceback's function, a question of one word such as ``Session``; its own name, or a definition the chunker
+   recorded inside it) gets ``definition_boost`` times its score. In other questions, the names the question gives
+   (a question in words: ``how app.handle dispatches``; a report: the names of its title, ``cse() has strange
+   behaviour for MatrixSymbol indexing``) lift their definitions by ``headline_boost``.
 3. **Path** (``path``): a span whose file's name (or folder's) says what the question asks about (``lock.lua`` for
    "how the lockfile pins plugin commits", ``UpdateStatement.kt`` for "update statement builders") gains
    ``path_boost`` times the best candidate's score, times the share of the question's words its file's name meets,
@@ -107,6 +110,7 @@ class Ranking:
     diversity: bool = True
     definition_boost: float = 3.0
     definition_shapes: frozenset[str] = frozenset({"symbol"})
+    headline_boost: float = 1.5
     path_boost: float = 1.0
     path_min: float = 0.1
     noise_factor: float = 0.2
@@ -121,8 +125,8 @@ class Ranking:
     diverse_words: int = 10
 
     def __post_init__(self) -> None:
-        for name in ("definition_boost", "path_boost", "path_min", "noise_factor", "tiny_factor", "file_depth",
-                     "file_weight", "decay"):
+        for name in ("definition_boost", "headline_boost", "path_boost", "path_min", "noise_factor", "tiny_factor",
+                     "file_depth", "file_weight", "decay"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 msg = f"Ranking.{name} must be a number >= 0, got {value!r}"
@@ -172,12 +176,11 @@ def _own_names(span: Span) -> set[str]:
     return out
 
 
-def _factor(span: Span, question: Question, ranking: Ranking, names: frozenset[str]) -> float:
+def _factor(span: Span, question: Question, ranking: Ranking, names: frozenset[str], boost: float) -> float:
     f = 1.0
-    defines = (ranking.definition and names and question.shape in ranking.definition_shapes
-               and _own_names(span) & names)
+    defines = ranking.definition and boost != 1.0 and names and _own_names(span) & names
     if defines:
-        f *= ranking.definition_boost
+        f *= boost
     # What the question names is what it asks for, wherever it is defined (a TypeScript type, a test helper).
     if ranking.noise and not defines and noise_kinds(span.path, span.language, span.kind) - question.asks_for:
         f *= ranking.noise_factor
@@ -213,8 +216,11 @@ def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, f
                 shares[path] = 1.0 if path in named else path_share(question.topic, path)
             if shares[path] >= ranking.path_min:
                 base[rid] += ranking.path_boost * top * shares[path]
-    wanted = frozenset(question.names)
-    score = {rid: base[rid] * _factor(spans[rid], question, ranking, wanted) for rid in ids}
+    if question.shape in ranking.definition_shapes:
+        wanted, boost = frozenset(question.names), ranking.definition_boost
+    else:
+        wanted, boost = frozenset(question.headline), ranking.headline_boost
+    score = {rid: base[rid] * _factor(spans[rid], question, ranking, wanted, boost) for rid in ids}
     by_file: dict[str, list[str]] = {}
     for rid in sorted(ids, key=lambda r: -score[r]):
         by_file.setdefault(file_of(spans[rid].path), []).append(rid)
