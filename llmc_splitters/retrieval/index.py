@@ -2,18 +2,17 @@
 
 One engine per job:
 
-* the **span store** (:mod:`.spanstore`, ``DIR/llmc.sqlite3``) holds every leaf, parent and summary of each file,
-  its import bindings, its completion marker and the vectors already computed, read by id, by name and by byte or
-  line range;
-* the **lexical index** (:mod:`.lexical_index`, ``DIR/lexical/``) holds BM25 postings of code-aware terms;
-* the **vector store** (:mod:`.store`: Chroma at ``DIR/chroma``, a ``chroma run`` server, or any LangChain
-  ``VectorStore`` through :mod:`.langchain_store`) holds the vectors of the searched rows, and only when an
-  embedding model is given: a lexical-only index never creates or imports Chroma.
+* the **span store** (:mod:`.storage.span_store`, ``DIR/llmc.sqlite3``) holds every leaf, parent and summary of
+  each file, its import bindings, its completion marker and the vectors already computed, read by id, by name and by
+  byte or line range;
+* the **lexical index** (:mod:`.storage.lexical_tantivy`, ``DIR/lexical/``) holds BM25 postings of code-aware terms;
+* the **vector store** (:mod:`.storage.chroma_vectors`: Chroma at ``DIR/chroma`` or a ``chroma run`` server; any
+  LangChain ``VectorStore`` through :mod:`.storage.langchain_vectors`) holds the vectors of the searched rows, only
+  with an embedding model: a lexical-only index never creates or imports Chroma.
 
 A query reads what it returns: the top ids of each search, then those rows and their expansion material by id
 (:mod:`.search`, :mod:`.context`). Indexing (:mod:`.indexing`) is incremental, stat-first, crash-safe and keeps
-finished work when it is interrupted. Both are handed the engines as :attr:`CodeIndex.parts`
-(:class:`~llmc_splitters.retrieval.storage.parts.IndexParts`), never the index itself.
+finished work when interrupted. Both get the engines as :attr:`CodeIndex.parts` (:class:`.storage.parts.IndexParts`).
 
 Example:
     >>> idx = CodeIndex()                                           # a private, temporary index
@@ -279,8 +278,7 @@ class CodeIndex:
         return settings_fingerprint(self.chunker)
 
     def _view(self, text: str, meta: dict[str, Any]) -> tuple[str, str]:
-        """The bounded text to embed and its hash; records in ``meta`` whether it is truncated (see
-        :func:`~llmc_splitters.retrieval.storage.file_rows.embedding_view`)."""
+        """The bounded text to embed and its hash, made at first use (:func:`.storage.file_rows.embedding_view`)."""
         if self._viewer is None:
             self._viewer = embedding_view(self.embedding, self.embedding_name)
         return self._viewer(text, meta)

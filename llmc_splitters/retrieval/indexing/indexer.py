@@ -154,6 +154,9 @@ class Indexer:
         self.store = self.parts.spans
         self._uncommitted: list[str] = []  # files written to the lexical index since its last commit
         self._last_commit = time.monotonic()
+        # The vectors of the groups embedded and not yet written, by embed hash: the write takes them from here
+        # instead of reading the cache it just wrote (which a run resumed after a kill reads).
+        self._fresh: dict[str, list[float]] = {}
 
     # ------------------------------------------------------------------------------------------- the stream
 
@@ -355,6 +358,7 @@ class Indexer:
             paths = [g.path for g in group]
             self.store.write_files([g.write for g in group], pending=LEXICAL | (VECTORS if dense is not None else 0))
         except LlmcError as exc:
+            self._forget(group)
             self._fail(group, report, exc)
             return
         for g in group:
@@ -368,11 +372,18 @@ class Indexer:
                                         for i, vtext, v in self._vectors(dense, g)])
             self._delete_stale(dense)
             self.store.done(paths, VECTORS)
+        self._forget(group)
         group.clear()
         if time.monotonic() - self._last_commit >= _LEXICAL_COMMIT_SECONDS:
             self.commit_lexical()
         if tracker is not None:
             tracker.written(written)
+
+    def _forget(self, group: list[PreparedFile]) -> None:
+        """Drop the vectors of a group that is written (or failed) from those kept for the write."""
+        for g in group:
+            for _, _, eh in g.views:
+                self._fresh.pop(eh, None)
 
     @staticmethod
     def _fail(group: list[PreparedFile], report: IndexReport, exc: LlmcError) -> None:
@@ -417,6 +428,7 @@ class Indexer:
             return  # lexical only, or a vector store that embeds what it stores
         want = {eh: vtext for g in group for _, vtext, eh in g.views}
         cached = self.store.cached_vectors(want) if want else {}
+        self._fresh.update(cached)
         report.reused += sum(1 for g in group for _, _, eh in g.views if eh in cached)
         todo = [(eh, vtext) for eh, vtext in want.items() if eh not in cached]
         # Progress counts views: the cached ones, and each repeat of a text embedded once, are settled now.
@@ -425,8 +437,9 @@ class Indexer:
             return
         result = dense.embedder().embed([v for _, v in todo], stop=stop.requested if stop is not None else None,
                                         done=tracker.embedded)
-        got = {eh: [float(x) for x in v] for (eh, _), v in zip(todo, result.vectors) if v is not None}
+        got = {eh: v for (eh, _), v in zip(todo, result.vectors) if v is not None}  # lists of floats already
         self.store.cache_vectors(got)
+        self._fresh.update(got)
         report.embedded += len(got)
         if result.stopped:
             # Stopped part-way: the files whose every text has its vector are written; the others are not (the
@@ -447,9 +460,11 @@ class Indexer:
             for i, vtext, _ in g.views:
                 yield i, vtext, None
             return
-        cached = self.store.cached_vectors({eh for _, _, eh in g.views})
+        fresh = self._fresh
+        missing = {eh for _, _, eh in g.views if eh not in fresh}
+        cached = self.store.cached_vectors(missing) if missing else {}
         for i, vtext, eh in g.views:
-            yield i, vtext, cached[eh]
+            yield i, vtext, fresh[eh] if eh in fresh else cached[eh]
 
     @staticmethod
     def _vector_record(row: SpanRow, text: str, vector: list[float] | None) -> Record:
