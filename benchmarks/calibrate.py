@@ -40,11 +40,13 @@ from typing import Any
 
 import numpy as np
 
+from llmc_splitters.retrieval.embeddings import DEFAULT_BACKEND
 from llmc_splitters.retrieval.search import confidence as C
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = RESULTS / "calibration-dev.json"
-CACHE = Path(os.environ.get("LLMC_BENCH_CACHE", Path.home() / ".cache" / "llmc-bench")) / "calibrate"
+CACHE = Path(os.environ.get("LLMC_CALIBRATE_CACHE") or Path(os.environ.get("LLMC_BENCH_CACHE", Path.home() / ".cache" / "llmc-bench")) / "calibrate")
+"""Where the collected signals are kept (``$LLMC_CALIBRATE_CACHE``, else ``calibrate`` in the benchmark cache)."""
 MODES = ("lexical", "hybrid")
 BENCHMARKS = ("codesearch", "swebench")
 L2 = 1.0
@@ -55,33 +57,68 @@ BUCKETS = ((0.0, 0.3), (0.3, 0.6), (0.6, 0.8), (0.8, 1.01))
 
 # ---------------------------------------------------------------------------------------------------- collect
 
+HYBRID_MODEL = DEFAULT_BACKEND
+"""The model the hybrid weights are fitted for (the library's default)."""
+OTHER_MODELS = ("minilm",)
+"""Hybrid models checked with the shipped weights, never fitted on."""
+PARTS = ("codesearch:lexical", f"codesearch:hybrid:{HYBRID_MODEL}", "codesearch:hybrid:minilm",
+         "swebench:lexical", f"swebench:hybrid:{HYBRID_MODEL}", "swebench:hybrid:minilm")
+"""What ``collect`` searches: benchmark, mode and (hybrid) model."""
 
-def collect_codesearch(mode: str, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Every code-search dev question in ``mode``: repository, category, label, signals, the library's confidence."""
+
+def collect_codesearch(mode: str, embedding: str | None, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Every code-search dev question in ``mode``: repository, category, label, signals, the library's confidence.
+    The indexes are the cache's (built when missing)."""
     from benchmarks import codesearch
 
-    res = codesearch.run(mode=mode, cfg=codesearch.Config(log=log))
-    return [{"benchmark": "codesearch", "mode": mode, "repo": row["repo"], "category": row["category"],
-             "gold": bool(got["top_in_gold"]), "confidence": got["confidence"], "signals": got["signals"]}
-            for row, got in zip(res["rows"], res["returned"], strict=True)]
+    cfg = codesearch.Config(log=log, embedding=embedding or "minilm")
+    res = codesearch.run(mode=mode, cfg=cfg)
+    return [{"benchmark": "codesearch", "mode": mode, "embedding": embedding, "repo": row["repo"],
+             "category": row["category"], "gold": bool(got["top_in_gold"]), "confidence": got["confidence"],
+             "signals": got["signals"]} for row, got in zip(res["rows"], res["returned"], strict=True)]
 
 
-def collect_swebench(mode: str, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Every SWE-bench dev-subset instance in ``mode`` (skipped ones left out)."""
-    from benchmarks import swebench
+def collect_swebench(mode: str, embedding: str | None, log: Callable[[str], None],
+                     cache: Path | None = None) -> list[dict[str, Any]]:
+    """The SWE-bench dev-subset instances (30 + 30) in ``mode`` whose indexes are in the cache (``cache``: another
+    ``$LLMC_BENCH_CACHE``): none is built here (a sympy hybrid index takes tens of minutes). Skipped ones are left
+    out."""
+    from benchmarks import swebench, swebench_sources
 
-    res = swebench.run(mode, log=log)
-    return [{"benchmark": "swebench", "mode": mode, "repo": d["repo"], "category": "report",
+    spec = embedding or swebench.MINILM
+    saved = swebench_sources.CACHE
+    if cache is not None:
+        swebench_sources.CACHE = cache / "swebench"
+    try:
+        chosen = [i for i in swebench.dev_instances() if _cached(i, mode, spec)]
+        log(f"swebench {mode} {embedding or ''}: {len(chosen)} of {len(swebench.dev_instances())} instances cached")
+        res = swebench.run(mode, instances=chosen, embedding=spec, log=log)
+    finally:
+        swebench_sources.CACHE = saved
+    return [{"benchmark": "swebench", "mode": mode, "embedding": embedding, "repo": d["repo"], "category": "report",
              "gold": d["scores"]["hits_hit@1"] > 0, "confidence": d["confidence"], "signals": d["signals"]}
             for d in res["details"]]
 
 
-def collect(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    rows = []
-    for mode in MODES:
-        rows += collect_codesearch(mode, log)
-        rows += collect_swebench(mode, log)
-    return rows
+def _cached(inst: Any, mode: str, spec: str) -> bool:
+    """Whether an instance is skipped, or its index and its tree's are complete (then nothing is built)."""
+    from benchmarks import swebench, swebench_sources as S
+
+    src = S.resolve(inst, swebench.parse_patch(inst.patch))
+    if isinstance(src, str):
+        return True
+    kind = swebench.index_kind(mode, spec)
+    base = S.CACHE / "index" / f"{src.tree_key}-{kind}"
+    return S.is_built(src, kind) and S._done(base).exists()
+
+
+def collect_part(part: str, log: Callable[[str], None], swebench_caches: dict[str, Path]) -> list[dict[str, Any]]:
+    """One of :data:`PARTS`."""
+    bench, mode, *model = part.split(":")
+    embedding = model[0] if model else None
+    if bench == "codesearch":
+        return collect_codesearch(mode, embedding, log)
+    return collect_swebench(mode, embedding, log, swebench_caches.get(embedding or "lexical"))
 
 
 def collect_tuneset(modes: Sequence[str], log: Callable[[str], None]) -> list[dict[str, Any]]:
@@ -114,7 +151,8 @@ def render_tuneset(rows: Sequence[dict[str, Any]], command: str, date: str) -> s
                 continue
             s, g = [r["confidence"] for r in sel], [r["gold"] for r in sel]
             cells = [at_threshold(s, g, t) for t in THRESHOLDS]
-            lines.append(f"| {bench} / {mode} | {len(sel)} | {_f(float(np.mean(g)))} | {_f(auc(s, g))} | "
+            label = mode if mode == "lexical" else f"{mode} (minilm)"  # benchmarks.ranking searches with MiniLM
+            lines.append(f"| {bench} / {label} | {len(sel)} | {_f(float(np.mean(g)))} | {_f(auc(s, g))} | "
                          + " | ".join(f"{_f(c['coverage'], 2)} / {_f(c['precision'], 2)}" for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -137,7 +175,10 @@ def design(rows: Sequence[dict[str, Any]], mode: str) -> tuple[np.ndarray, np.nd
 
 
 def _fitted(rows: Sequence[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
-    return [r for r in rows if r["mode"] == mode and r["signals"]]
+    """The rows ``mode``'s weights are fitted on: every lexical row; the hybrid rows of :data:`HYBRID_MODEL`
+    (rows without an ``embedding`` field are taken as such: files written before it was recorded)."""
+    return [r for r in rows if r["mode"] == mode and r["signals"]
+            and (mode == "lexical" or r.get("embedding", HYBRID_MODEL) == HYBRID_MODEL)]
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float = L2) -> np.ndarray:
@@ -161,26 +202,38 @@ def predict(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-(w[0] + x @ w[1:])))
 
 
-def held_out(rows: Sequence[dict[str, Any]], mode: str, l2: float = L2, drop: int | None = None) -> np.ndarray:
-    """Each row's score from a model fitted without its repository's rows (0 for a row without signals);
-    ``drop``: a feature's column left out (zeroed)."""
+def held_out(rows: Sequence[dict[str, Any]], mode: str, l2: float = L2, drop: int | None = None,
+             train: Sequence[dict[str, Any]] | None = None) -> np.ndarray:
+    """Each row's score from a model fitted on ``train`` (default: :func:`_fitted` of ``rows``) without the rows of
+    its repository (0 for a row without signals); ``drop``: a feature's column left out (zeroed)."""
+    train = _fitted(rows, mode) if train is None else train
+    tx, ty = design(train, mode)
+    if drop is not None:
+        tx[:, drop] = 0.0
+    trepos = np.array([_fold(r) for r in train])
     scored = [i for i, r in enumerate(rows) if r["signals"]]
-    x, y = design([rows[i] for i in scored], mode)
+    x, _ = design([rows[i] for i in scored], mode)
     if drop is not None:
         x[:, drop] = 0.0
-    repos = np.array([f"{rows[i]['benchmark']}:{rows[i]['repo']}" for i in scored])
+    repos = np.array([_fold(rows[i]) for i in scored])
     pred = np.zeros(len(scored))
     for repo in sorted(set(repos)):
         test = repos == repo
-        pred[test] = predict(fit(x[~test], y[~test], l2), x[test])
+        keep = trepos != repo
+        pred[test] = predict(fit(tx[keep], ty[keep], l2), x[test])
     out = np.zeros(len(rows))
     out[scored] = pred
     return out
 
 
+def _fold(row: dict[str, Any]) -> str:
+    return f"{row['benchmark']}:{row['repo']}"
+
+
 def final_fit(rows: Sequence[dict[str, Any]], l2: float = L2) -> dict[str, list[float]]:
     """The coefficients the library ships, per mode (intercept first), rounded as written there."""
-    return {mode: [round(float(v), 3) for v in fit(*design(_fitted(rows, mode), mode), l2=l2)] for mode in MODES}
+    return {mode: [round(float(v), 3) for v in fit(*design(_fitted(rows, mode), mode), l2=l2)] for mode in MODES
+            if _fitted(rows, mode)}
 
 
 # ---------------------------------------------------------------------------------------------------- measure
@@ -222,33 +275,49 @@ def summary(rows: Sequence[dict[str, Any]], scores: Sequence[float], t: float = 
             **at_threshold(scores, gold, t), "buckets": buckets(scores, gold)}
 
 
-def evaluate(rows: Sequence[dict[str, Any]], l2: float = L2) -> dict[str, Any]:
-    """Per mode and benchmark: the held-out summary, the final fit's (in-sample) one, and precision and coverage
-    at each of :data:`THRESHOLDS` (held out)."""
-    out: dict[str, Any] = {}
+def groups(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """What is reported: (name, mode, rows) per mode and model, the ones fitted on first."""
+    out = []
     for mode in MODES:
-        sel = [r for r in rows if r["mode"] == mode]
-        if not sel:
-            continue
-        ho = held_out(sel, mode, l2)
-        final = fit(*design(_fitted(sel, mode), mode), l2=l2)
+        models = [None] if mode == "lexical" else [HYBRID_MODEL, *sorted({r.get("embedding") for r in rows
+                                                                         if r["mode"] == mode} - {HYBRID_MODEL})]
+        for model in models:
+            sel = [r for r in rows if r["mode"] == mode and (mode == "lexical"
+                                                               or r.get("embedding", HYBRID_MODEL) == model)]
+            if sel:
+                name = mode if model is None else f"{mode} ({model}" + (")" if model == HYBRID_MODEL
+                                                                         else ", not fitted on)")
+                out.append((name, mode, sel))
+    return out
+
+
+def evaluate(rows: Sequence[dict[str, Any]], l2: float = L2) -> dict[str, Any]:
+    """Per mode (and hybrid model) and benchmark: the held-out summary, the final fit's (in-sample for the rows it
+    is fitted on) one, and precision and coverage at each of :data:`THRESHOLDS` (held out). A hybrid model other
+    than :data:`HYBRID_MODEL` is scored by the weights fitted on that model's rows (of the other repositories)."""
+    out: dict[str, Any] = {}
+    for name, mode, sel in groups(rows):
+        train = _fitted(rows, mode)
+        ho = held_out(sel, mode, l2, train=train)
+        final = fit(*design(train, mode), l2=l2)
         ins = np.array([float(predict(final, design([r], mode)[0])[0]) if r["signals"] else 0.0 for r in sel])
         for bench in (*BENCHMARKS, "all"):
             idx = [i for i, r in enumerate(sel) if bench in ("all", r["benchmark"])]
             if not idx:
                 continue
             part = [sel[i] for i in idx]
-            out[f"{bench}/{mode}"] = {"held_out": summary(part, ho[idx]), "final": summary(part, ins[idx]),
+            out[f"{bench}/{name}"] = {"held_out": summary(part, ho[idx]), "final": summary(part, ins[idx]),
                                       "thresholds": {t: at_threshold(ho[idx], [r["gold"] for r in part], t)
                                                      for t in THRESHOLDS}}
     return out
 
 
 def ablation(rows: Sequence[dict[str, Any]], l2: float = L2) -> dict[str, dict[str, float | None]]:
-    """Held-out AUC per mode with each feature left out (its column zeroed), beside the full model's."""
+    """Held-out AUC per mode (the rows fitted on) with each feature left out (its column zeroed), beside the full
+    model's."""
     out: dict[str, dict[str, float | None]] = {}
     for mode in MODES:
-        sel = [r for r in rows if r["mode"] == mode]
+        sel = _fitted(rows, mode)
         if not sel:
             continue
         gold = [r["gold"] for r in sel]
@@ -265,12 +334,18 @@ def _f(x: float | None, d: int = 3) -> str:
 
 
 def render(results: dict[str, Any]) -> str:
+    counts = ", ".join(f"{k} {v}" for k, v in results["counts"].items())
     lines = ["# Confidence on the public dev sets", "",
              f"`{results['command']}` on {results['date']}. Label: the first hit of `search(q, k=10)` is in a gold "
-             "file. Held out: each repository scored by a model fitted on the other repositories (leave one "
-             f"repository out, {results['folds']} folds per mode). Final: fitted on all the dev data (in-sample); "
+             "file. Held out: each repository scored by a model fitted on the other repositories' rows (leave one "
+             f"repository out; folds: {results['folds']}). Final: the shipped weights, fitted on all the rows of its "
+             "mode (in-sample for the rows they are fitted on); "
              "the library ships its coefficients. Precision = share right among the questions at or above "
              f"{THRESHOLD}; coverage = their share of all questions; below = share right under it.", "",
+             f"Questions per benchmark, mode and model: {counts}. The hybrid weights are fitted on the default "
+             f"model's ({HYBRID_MODEL}) rows only; a row marked *not fitted on* is another model's search scored "
+             "by those weights (held out: fitted on the other repositories). SWE-bench: the instances whose indexes "
+             "were in the cache (nothing is built by this script).", "",
              "| benchmark / mode | fit | n | right | AUC | coverage >= 0.6 | precision >= 0.6 | right < 0.6 |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for key, fits in results["evaluation"].items():
@@ -299,6 +374,14 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _count(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str, str | None], int]:
+    out: dict[tuple[str, str, str | None], int] = {}
+    for r in rows:
+        key = (r["benchmark"], r["mode"], r.get("embedding"))
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
 def _bucket_names() -> list[tuple[str]]:
     return [(f"{lo:.1f}-{min(hi, 1.0):.1f}",) for lo, hi in BUCKETS]
 
@@ -317,8 +400,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tuneset", metavar="MODES", help="instead: check the library's confidence on the ranking tune "
                                                        "set in these modes (lexical, hybrid or lexical,hybrid)")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--parts", default=",".join(PARTS), help="what to search or reuse (default: all of them)")
+    ap.add_argument("--swebench-cache", action="append", default=[], metavar="MODEL=DIR",
+                    help="the $LLMC_BENCH_CACHE whose SWE-bench indexes a model's runs read (lexical=DIR for "
+                         "lexical); default: $LLMC_BENCH_CACHE")
+    ap.add_argument("--collect-only", action="store_true", help="search and keep the signals, do not fit")
     args = ap.parse_args(argv)
-    command = " ".join(["python -m benchmarks.calibrate", *(sys.argv[1:] if argv is None else argv)])
+    env = [f"{k}={os.environ[k]}" for k in ("LLMC_BENCH_CACHE",) if os.environ.get(k)]
+    command = " ".join([*env, "python -m benchmarks.calibrate", *(sys.argv[1:] if argv is None else argv)])
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     if args.tuneset:
         modes = args.tuneset.split(",")
@@ -335,21 +424,36 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(diff) or "the library's coefficients are the fit of " + DATA.name)
         raise SystemExit(1 if diff else 0)
     CACHE.mkdir(parents=True, exist_ok=True)
-    cached = CACHE / "dev-signals.json"
-    if args.reuse:
-        rows = json.loads(cached.read_text())
-    else:
-        t0 = time.perf_counter()
-        rows = collect(log=lambda m: print(m, file=sys.stderr))
-        cached.write_text(json.dumps(rows) + "\n")
-        print(f"collected {len(rows)} questions in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    caches = {}
+    for given in args.swebench_cache:
+        name, _, where = given.partition("=")
+        caches[name] = Path(where)
+    rows = []
+    for part in args.parts.split(","):
+        if part not in PARTS:
+            ap.error(f"--parts takes {', '.join(PARTS)}, not {part!r}")
+        cached = CACHE / f"dev-{part.replace(':', '-')}.json"
+        if args.reuse:
+            got = json.loads(cached.read_text())
+        else:
+            t0 = time.perf_counter()
+            got = collect_part(part, lambda m: print(m, file=sys.stderr), caches)
+            cached.write_text(json.dumps(got) + "\n")
+            print(f"{part}: {len(got)} questions in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        rows += got
+    if args.collect_only:
+        return
     results = {"date": date, "command": command,
-               "folds": len({(r["benchmark"], r["repo"]) for r in rows}), "l2": L2,
+               "folds": ", ".join(f"{m} {len({_fold(r) for r in _fitted(rows, m)})}" for m in MODES),
+               "counts": {f"{b}/{m}" + (f" ({e})" if e else ""): n for (b, m, e), n in sorted(
+                   _count(rows).items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or ""))}, "l2": L2,
                "evaluation": evaluate(rows), "coefficients": final_fit(rows), "ablation": ablation(rows)}
     args.out.mkdir(parents=True, exist_ok=True)
-    keep = ("benchmark", "mode", "repo", "category", "gold", "signals")
+    keep = ("benchmark", "mode", "embedding", "repo", "category", "gold", "signals")
     (args.out / "calibration-dev.json").write_text(json.dumps(
-        {**{k: results[k] for k in ("date", "command", "l2", "coefficients")},
+        {**{k: results[k] for k in ("date", "command", "l2", "coefficients", "counts")},
+         "summary": {k: {f: {m: v for m, v in res[f].items() if m != "buckets"} for f in ("held_out", "final")}
+                     for k, res in results["evaluation"].items()},
          "rows": [{k: r[k] for k in keep} for r in rows]}, indent=0) + "\n")
     (args.out / "calibration-dev.md").write_text(render(results))
     print(render(results))

@@ -280,14 +280,18 @@ def test_the_shipped_coefficients_are_the_fit_of_the_recorded_dev_signals():
 def test_the_docs_example_runs_and_routes_as_it_says(tmp_path):
     """``docs/confidence.md``'s example, run as a user would: an exact name and a described behaviour are answered
     from the context, a vague question goes on."""
+    import os
     import re
     import subprocess
     import sys
 
-    page = (Path(__file__).resolve().parent.parent / "docs" / "confidence.md").read_text(encoding="utf-8")
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "docs" / "confidence.md").read_text(encoding="utf-8")
     (code,) = re.findall(r"```python\n(.*?)```", page, re.S)
+    # This checkout's package, not whichever one the interpreter has installed.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
     got = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                         check=False)
+                         check=False, env=env)
     assert got.returncode == 0, got.stderr
     lines = [ln for ln in got.stdout.splitlines() if not ln.startswith("      signals:")]
     assert [ln.rsplit(": ", 1)[1] for ln in lines] == ["answer from the context"] * 2 + ["hand on to a larger model"]
