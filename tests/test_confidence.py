@@ -297,3 +297,33 @@ def test_the_docs_example_runs_and_routes_as_it_says(tmp_path):
     assert [ln.rsplit(": ", 1)[1] for ln in lines] == ["answer from the context"] * 2 + ["hand on to a larger model"]
     assert lines[0].split()[1] == "json/decoder.py"
     assert "signals: {'file_margin': " in got.stdout
+
+
+def test_the_hybrid_weights_are_fitted_on_the_default_model_only():
+    """The hybrid rows fitted on are the default model's; another model's rows are recorded (a check of the shipped
+    weights on it) but never fitted on."""
+    from benchmarks.calibrate import _fitted
+
+    from llmc_splitters.retrieval.embeddings import DEFAULT_BACKEND
+
+    rows = json.loads(RESULTS.read_text())["rows"]
+    fitted = _fitted(rows, "hybrid")
+    assert fitted and {r["embedding"] for r in fitted} == {DEFAULT_BACKEND}
+    assert {r["embedding"] for r in rows if r["mode"] == "hybrid"} > {DEFAULT_BACKEND}
+    assert all(r["embedding"] is None for r in _fitted(rows, "lexical"))
+
+
+def test_held_out_scores_ignore_the_rows_own_repository():
+    """Leave one repository out: flipping every label of one repository leaves that repository's scores unchanged
+    (and changes the others')."""
+    import numpy as np
+
+    from benchmarks.calibrate import held_out
+
+    rows = [{"benchmark": "b", "mode": "lexical", "repo": f"r{i % 4}", "gold": (i * 7) % 3 != 0,
+             "signals": {"file_margin": (i % 10) / 10, "strength": (i % 7) / 7}} for i in range(80)]
+    flipped = [{**r, "gold": not r["gold"]} if r["repo"] == "r0" else r for r in rows]
+    a, b = held_out(rows, "lexical"), held_out(flipped, "lexical")
+    own = np.array([r["repo"] == "r0" for r in rows])
+    assert np.allclose(a[own], b[own])
+    assert not np.allclose(a[~own], b[~own])
