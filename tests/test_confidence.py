@@ -278,7 +278,7 @@ def test_the_shipped_coefficients_are_the_fit_of_the_recorded_dev_signals():
 
 
 def test_the_docs_example_runs_and_routes_as_it_says(tmp_path):
-    """``docs/confidence.md``'s example, run as a user would: an exact name and a described behaviour are answered
+    """The example of ``docs/retrieval.md#confidence``, run as a user would: an exact name and a described behaviour are answered
     from the context, a vague question goes on."""
     import os
     import re
@@ -286,8 +286,9 @@ def test_the_docs_example_runs_and_routes_as_it_says(tmp_path):
     import sys
 
     root = Path(__file__).resolve().parent.parent
-    page = (root / "docs" / "confidence.md").read_text(encoding="utf-8")
-    (code,) = re.findall(r"```python\n(.*?)```", page, re.S)
+    page = (root / "docs" / "retrieval.md").read_text(encoding="utf-8")
+    section = page[page.index("## Confidence\n"):]
+    code = re.findall(r"```python\n(.*?)```", section, re.S)[0]
     # This checkout's package, not whichever one the interpreter has installed.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
     got = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600,

@@ -17,7 +17,7 @@ a right file for 83% and 84% of them (46% and 45% under 0.6). Of the 54 bug repo
 of those are right (35% under it). AUC (right against wrong first hits): 0.77 lexical and 0.80 hybrid on code
 search, 0.71 lexical on the bug reports. With ``minilm`` (not fitted on) the hybrid weights hold: AUC 0.79 on code
 search and 0.86 on the reports, 85% and 82% right at or above 0.6. It is calibrated (about as many are right as it
-says), and it is about the file, not the span. What it does not say: ``docs/confidence.md``.
+says), and it is about the file, not the span. What it does not say: ``docs/retrieval.md#confidence``.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ class SearchResult:
         confidence: In [0, 1]: the probability that the first hit is in a file that answers the query (0 with
             no hits). On the public dev sets, held out: about 80% of code-search questions reach 0.6, and 83-84% of
             those have their first hit in a right file (46% under 0.6); of pasted bug reports 63% reach it, 79-82%
-            of those right. See :mod:`~llmc_splitters.retrieval.search.confidence` and ``docs/confidence.md``.
+            of those right. See :mod:`~llmc_splitters.retrieval.search.confidence` and ``docs/retrieval.md#confidence``.
         summaries: In multi-stage mode, the ids of the summaries (files/classes) searched within.
         filter: The filter the search applied.
         signals: What the confidence is computed from (see
