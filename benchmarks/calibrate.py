@@ -3,23 +3,26 @@
     python -m benchmarks.calibrate                  # search every dev question (both benchmarks, both modes), fit
     python -m benchmarks.calibrate --reuse          # refit from the signals collected last (no search)
     python -m benchmarks.calibrate --check          # the library's coefficients against a fresh fit of the results
-    python -m benchmarks.calibrate --tuneset lexical   # the shipped confidence on the ranking tune set (not fitted on)
+    python -m benchmarks.calibrate --tuneset lexical,hybrid   # the shipped confidence on the ranking tune set (not fitted on)
 
-What is collected: for every question of Semble's code-search benchmark (its 26 dev repositories,
+What is collected (:data:`PARTS`): for every question of Semble's code-search benchmark (its 26 dev repositories,
 :mod:`benchmarks.codesearch`) and of the SWE-bench Lite dev subset (30 sympy and 30 django instances,
-:mod:`benchmarks.swebench`), lexical and hybrid (MiniLM), the signals of the top hit of ``search(q, k=10)``
-(:attr:`~llmc_splitters.retrieval.SearchResult.signals`) and whether that hit is in a gold file (code search: a file
-of the question's relevant or secondary targets; SWE-bench: a non-test file the gold patch edits). Each benchmark's
-``run`` builds or re-uses its cached indexes (``$LLMC_BENCH_CACHE``).
+:mod:`benchmarks.swebench`), lexical, hybrid with the default model (``code-static``) and hybrid with MiniLM, the
+signals of the top hit of ``search(q, k=10)`` (:attr:`~llmc_splitters.retrieval.SearchResult.signals`) and whether
+that hit is in a gold file (code search: a file of the question's relevant or secondary targets; SWE-bench: a non-test
+file the gold patch edits). The code-search runs build or re-use their cached indexes (``$LLMC_BENCH_CACHE``); the
+SWE-bench runs only read the instances whose indexes are cached (``--swebench-cache MODEL=DIR``: another cache for
+one model's), since a sympy hybrid index takes tens of minutes to build.
 
-What is fitted, per mode: a logistic model over the features the library reads from the signals
+What is fitted, per mode (hybrid: on the default model's rows only; MiniLM's are scored by those weights, a check
+that they hold for another model): a logistic model over the features the library reads from the signals
 (:func:`~llmc_splitters.retrieval.search.confidence.features`), L2-regularised (``L2``, not on the intercept),
 by Newton's method (numpy only, deterministic). Two fits are reported:
 
-* **held out by repository**: each repository's questions are scored by a model fitted on the other 27
-  repositories' (26 code-search and 2 SWE-bench repositories, one fold each); AUC, precision and coverage at the
+* **held out by repository**: each repository's questions are scored by a model fitted on the other repositories'
+  (26 code-search and 2 SWE-bench repositories, one fold each); AUC, precision and coverage at the
   threshold, and the share right per confidence bucket, per benchmark and mode, are computed on these scores;
-* **final**: the coefficients fitted on all the dev data, which the library ships (``_WEIGHTS`` in the module).
+* **final**: the coefficients fitted on all the dev data, which the library ships (``WEIGHTS`` in the module).
 
 The per-question signals and labels (no question text) go to ``benchmarks/results/calibration-dev.json``, the
 report to ``calibration-dev.md``; ``--check`` (and ``tests/test_confidence.py``) refit from that file and compare
