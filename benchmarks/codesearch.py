@@ -264,7 +264,8 @@ def score(task: D.Task, hits: list[tuple[str, int, int]], files: list[str] | Non
 
 
 def evaluate(p: Prepared, index_dir: Path, mode: str, ranking: Any, cfg: Config) -> tuple[list[dict], list[dict]]:
-    """Every question of ``p``: the scored rows, and what was returned (for ``--dump``)."""
+    """Every question of ``p``: the scored rows, and what was returned (for ``--dump``; with the confidence, its
+    signals and whether the first hit is in a gold file, for :mod:`benchmarks.calibrate`)."""
     r = _retriever(index_dir, mode, cfg)
     rows, seen = [], []
     try:
@@ -272,7 +273,8 @@ def evaluate(p: Prepared, index_dir: Path, mode: str, ranking: Any, cfg: Config)
             res = r.search(task.query, k=D.K, ranking=ranking)
             hits = [(h.span.path or "", h.span.start_line, h.span.end_line) for h in res.hits]
             rows.append(score(task, hits, [f.path for f in res.files]))
-            seen.append({"hits": hits, "files": [f.path for f in res.files[:D.K]]})
+            seen.append({"hits": hits, "files": [f.path for f in res.files[:D.K]], "confidence": res.confidence,
+                         "signals": dict(res.signals), "top_in_gold": D.top_in_gold(task, hits)})
     finally:
         r.index.close()
     return rows, seen

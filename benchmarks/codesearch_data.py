@@ -171,6 +171,11 @@ def score_hits(task: Task, hits: Sequence[tuple[str, int, int]], k: int = K) -> 
     return ndcg_from_ranks([r for r in ranks if r is not None], len(task.all_relevant), k), ranks
 
 
+def top_in_gold(task: Task, hits: Sequence[tuple[str, int, int]]) -> bool:
+    """Whether the first hit is in a file of one of the question's targets (lines ignored)."""
+    return bool(hits) and any(path_matches(hits[0][0], t.path) for t in task.all_relevant)
+
+
 def distinct_files(hits: Sequence[tuple[str, int, int]]) -> list[str]:
     """The hits' paths, each once, in rank order."""
     return list(dict.fromkeys(p for p, _, _ in hits))

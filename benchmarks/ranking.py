@@ -238,7 +238,8 @@ def make_retriever(index_dir: Path, mode: str, embedding: Any, ranking: Any = No
 
 def evaluate(retriever: Any, questions: Sequence[Question], budgets: Sequence[int] = BUDGETS,
              replies: bool = True) -> list[dict[str, Any]]:
-    """Every metric of every question, one row each."""
+    """Every metric of every question, one row each, with the first hit's confidence and signals and whether it is
+    in a gold file (``top_in_gold``)."""
     rows = []
     for q in questions:
         t0 = time.perf_counter()
@@ -248,6 +249,8 @@ def evaluate(retriever: Any, questions: Sequence[Question], budgets: Sequence[in
         if q.shape:
             row["shape"] = q.shape
         row["files"] = ranked_files(res)[:10]
+        row.update(top_in_gold=bool(res.hits) and res.hits[0].span.path in q.gold_files,
+                   confidence=res.confidence, signals=dict(res.signals))
         if replies:
             for b in budgets:
                 row[f"recall@{b}"] = reply_recall(q, retriever.retrieve(q.text, max_context_tokens=b).pieces)

@@ -126,7 +126,8 @@ def run(mode: str, ranking: Any = None, instances: Sequence[Instance] | None = N
     once and reused from the cache, so a loop over variants costs only the questions.
 
     Returns ``{"mode", "summary", "rows", "details", "index_seconds", "seconds"}``: ``rows`` hold the metrics
-    (or ``skipped`` with the reason), ``details`` what ``--dump`` writes."""
+    (or ``skipped`` with the reason), ``details`` what ``--dump`` writes (with the search's confidence and its
+    signals, for :mod:`benchmarks.calibrate`)."""
     if mode not in ("lexical", "hybrid"):
         msg = f"mode must be lexical or hybrid, got {mode!r}"
         raise SystemExit(msg)
@@ -166,6 +167,7 @@ def run(mode: str, ranking: Any = None, instances: Sequence[Instance] | None = N
             "hits": [f"{h.span.path}:{h.span.start_line}-{h.span.end_line}" for h in res.hits[:K]],
             "files": ranked_files(res)[:K],
             "scores": {m: row[m] for m in METRICS if m in row},
+            "confidence": res.confidence, "signals": dict(res.signals),
         })
     return {"mode": mode, "embedding": None if model is None else embedding, "summary": aggregate(rows), "rows": rows, "details": details,
             "index_seconds": index_seconds, "seconds": time.perf_counter() - t0}

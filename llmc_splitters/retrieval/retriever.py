@@ -49,7 +49,8 @@ class Result:
         token_count: Tokens in ``context``; never more than ``max_context_tokens``.
         max_context_tokens: The budget it was built for.
         hits: The search hits (best first) the context was built from.
-        confidence: The query's confidence in [0, 1] (see :meth:`CodeIndex.search`).
+        confidence: The query's confidence in [0, 1]: the probability that the first hit is in a file that
+            answers it (:attr:`~llmc_splitters.retrieval.search.hits.SearchResult.confidence` says what it is worth).
         dropped: Candidates left out for lack of budget, as ``(hit rank, kind)``.
         files: The ranked distinct files of the search (see :attr:`SearchResult.files`), beyond what the budget
             holds.
