@@ -277,3 +277,87 @@ def test_an_index_of_the_older_layout_is_searched_then_rebuilt_by_the_next_write
     assert not lex.outdated and lex.has_phrases and not again.status()["pending"]
     assert LexicalIndex(path / "lexical" / "leaves").count() == again.leaf_count()
     assert _rank(again.search(question, k=10).hits, "python f-string") == 1
+
+
+def test_the_query_command_on_an_index_of_the_older_layout_says_how_to_rebuild_it(tree, tmp_path, capsys):
+    from llmc_splitters.cli import main
+
+    path = tmp_path / "index"
+    CodeIndex(path).index_directory(tree)
+    _downgrade(path)
+    capsys.readouterr()
+    assert main(["query", MESSAGES["python f-string"][0], "--db", str(path), "--color", "never"]) == 0
+    out, err = capsys.readouterr()
+    assert "serial/schema.py" in out and "Traceback" not in err
+    assert "predates message matching" in err and "llmc-splitters index PATH" in err
+    assert main(["index", str(tree), "--db", str(path), "-q"]) == 0  # a write run rebuilds it
+    capsys.readouterr()
+    assert main(["query", MESSAGES["python f-string"][0], "--db", str(path), "--color", "never", "--k", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "predates" not in err and "1. serial/schema.py" in out
+
+
+def test_removing_a_file_from_an_index_of_the_older_layout_rebuilds_it_first(tree, tmp_path):
+    path = tmp_path / "index"
+    CodeIndex(path).index_directory(tree)
+    _downgrade(path)
+    idx = CodeIndex(path)
+    assert idx.remove_many(["tools/site.sh"]) == ["tools/site.sh"]
+    lex = idx.lexical("leaf")
+    assert not lex.outdated and not idx.status()["pending"]
+    assert "tools/site.sh" not in idx.paths
+    assert LexicalIndex(path / "lexical" / "leaves").count() == idx.leaf_count()
+    assert _rank(idx.search(MESSAGES["python f-string"][0], k=10).hits, "python f-string") == 1
+
+
+# ------------------------------------------------------------------------------------- pasted, or quoted in a question
+
+TRACEBACK = '''Traceback (most recent call last):
+  File "app.py", line 12, in <module>
+    UserSchema(only=("nmae",))
+  File "/venv/lib/python3.11/site-packages/serial/schema.py", line 64, in __init__
+    self._init_fields()
+    ^^^^^^^^^^^^^^^^^^^
+ValueError: Invalid fields for <UserSchema(many=False)>: {'nmae'}.'''
+ABOUT = ("My app logs 'Invalid fields for <UserSchema(many=False)>' on startup: where does the schema check which "
+         "of the fields it was given are declared, and which options decide what is available?")
+REPORT = '''Schema with only= and additional= rejects a declared field
+
+When a schema declares some fields and adds others with the `additional` option, passing `only` with one of the
+additional names fails although the field is available for dumping. I expected `only` to accept every field the
+schema dumps, declared or additional, the same way `exclude` does; the check seems to look at the wrong set.
+
+```
+ValueError: Invalid fields for <UserSchema(many=False)>: {'nickname'}.
+```
+
+serial 3.2, Python 3.11'''
+
+
+def test_the_share_of_the_question_a_message_holds():
+    pasted = analyze_question(MESSAGES["python f-string"][0])
+    assert pasted.message_share == 1.0
+    assert analyze_question(TRACEBACK).message_share == 1.0  # the frames say where it passed: not counted
+    assert 0 < analyze_question(ABOUT).message_share < 0.5
+    assert 0 < analyze_question(REPORT).message_share < 0.5
+    assert analyze_question("how are invalid fields reported").message_share == 0.0
+
+
+@pytest.mark.parametrize("mode", ["lexical", "code-static"])
+def test_a_pasted_traceback_finds_the_line_that_raised(mode, lexical, static):
+    idx = lexical if mode == "lexical" else static
+    assert _rank(idx.search(TRACEBACK, k=10).hits, "python f-string") == 1
+
+
+@pytest.mark.parametrize("question", [ABOUT, REPORT], ids=["about a message", "report"])
+def test_a_question_that_quotes_a_message_among_other_words_is_ranked_as_without_the_rule(question, lexical,
+                                                                                          static):
+    """A question about a message, or a report that quotes one, asks for more than the line that prints it: the
+    rule lifts nothing under ``Ranking.message_question`` (and scales its lift by the square of the share)."""
+    assert analyze_question(question).messages
+    for idx in (lexical, static):
+        got = idx.search(question, k=10)
+        plain = idx.search(question, k=10, ranking=Ranking().without("message"))
+        assert [(h.span.id, h.score) for h in got.hits] == [(h.span.id, h.score) for h in plain.hits]
+        every = idx.search(question, k=10, ranking=Ranking(message_question=0.0))
+        assert _rank(every.hits, "python f-string") is not None  # at no threshold the span joins the candidates

@@ -471,6 +471,8 @@ class Indexer:
         paths = [p for p in dict.fromkeys(paths)]
         if not paths:
             return []
+        if self._upgrade_lexical():  # the lexical index of an older layout is rebuilt first
+            self.catch_up()
         known = set(self.store.paths()) | set(self.store.pending(LEXICAL | VECTORS))
         dense = self.parts.dense
         self.store.remove_files(paths, pending=LEXICAL | (VECTORS if dense is not None else 0))
@@ -484,17 +486,19 @@ class Indexer:
 
     # ----------------------------------------------------------------------------------------------- replay
 
-    def _upgrade_lexical(self) -> None:
+    def _upgrade_lexical(self) -> bool:
         """A lexical index written in an older layout (:attr:`~..storage.lexical_tantivy.LexicalIndex.outdated`:
         without message phrases) is emptied in the current one and every file is marked pending for it, so that
-        :meth:`catch_up` replays the whole store into it (a run that dies meanwhile leaves them pending)."""
+        :meth:`catch_up` replays the whole store into it (a run that dies meanwhile leaves them pending). Whether it
+        was."""
         old = [lex for lex in (self.parts.lexical("leaf"), self.parts.lexical("summary"))
                if getattr(lex, "outdated", False)]
         if not old:
-            return
+            return False
         self.store.mark_pending(self.store.paths(), LEXICAL)
         for lex in old:
             lex.recreate()
+        return True
 
     def catch_up(self) -> None:
         """Bring the lexical index and the vector store up to date with files a dead run left ``pending``, and

@@ -183,7 +183,8 @@ def search(
         merged = dict(lists["lexical"])
         merged.update((i, s) for i, s in extra if i not in merged)
         lists["lexical"] = sorted(merged.items(), key=lambda item: -item[1])
-    made = _message_spans(lex, question, filt, paths) if ranking.message and question.messages else []
+    pasted = ranking.message and question.messages and question.message_share >= ranking.message_question
+    made = _message_spans(lex, question, filt, paths) if pasted else []
     rows = parts.spans.get([*(i for r in lists.values() for i, _ in r), *made])
     lists = {name: _tie_order(r, rows) for name, r in lists.items()}
     spans = {rid: rows[rid].span for r in lists.values() for rid, _ in r}

@@ -42,8 +42,14 @@ store, and :func:`rank` orders them:
    ``message_spans`` spans, ``message_evidence`` pairs of its own for full weight), times its own factor of the
    rules 2, 4 and 5 (a test that asserts the message is still a test), and joins the candidates: the lexical index
    holds each span's template words in pairs (:mod:`~llmc_splitters.retrieval.phrases`), searched apart from the
-   terms, where the words of a message are as common as any ("invalid", "fields"). A question that quotes no
-   message is ranked as without the rule.
+   terms, where the words of a message are as common as any ("invalid", "fields"). The lift is for a pasted
+   message: it is scaled by the square of the share of the question's words the message holds
+   (:attr:`~llmc_splitters.retrieval.search.question.Question.message_share`), and the rule does nothing when that
+   share is under ``message_question`` (0.5): a question about a message ("'No such option --cat. Did you mean
+   --count?' where are close matches computed?") or a report that quotes one asks for other code than the line that
+   prints it (on the tune set, 32 questions quote a message, each under a half of its words: at full lift the rule
+   put the printing code over the answer in 4 and helped none). A question that quotes no message is ranked as
+   without the rule.
 7. **File stage** (``files``, lexical search): a file's score is its best span's plus ``file_depth`` times the sum
    of its next two (a file with several matching spans rises), and each of its spans gains ``file_weight`` times
    what its file gains over its best span (a notebook's cells count as one file). Hybrid search does without it:
@@ -128,6 +134,7 @@ class Ranking:
     message_boost: float = 1.2
     message_spans: int = 5
     message_evidence: float = 2.0
+    message_question: float = 0.5
     noise_factor: float = 0.2
     tiny_tokens: int = 48
     tiny_factor: float = 0.25
@@ -141,7 +148,7 @@ class Ranking:
 
     def __post_init__(self) -> None:
         for name in ("definition_boost", "headline_boost", "path_boost", "path_min", "message_boost",
-                     "message_evidence", "noise_factor", "tiny_factor", "file_depth", "file_weight", "decay"):
+                     "message_evidence", "message_question", "noise_factor", "tiny_factor", "file_depth", "file_weight", "decay"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 msg = f"Ranking.{name} must be a number >= 0, got {value!r}"
@@ -245,7 +252,7 @@ def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, f
         # Against the best score as the other rules left it: a test that asserts the message stays a test.
         best = max(score.values()) or 1.0
         for rid, share in messages.items():
-            score[rid] += ranking.message_boost * best * share * factor[rid]
+            score[rid] += ranking.message_boost * best * share * factor[rid] * question.message_share ** 2
     by_file: dict[str, list[str]] = {}
     for rid in sorted(ids, key=lambda r: -score[r]):
         by_file.setdefault(file_of(spans[rid].path), []).append(rid)
