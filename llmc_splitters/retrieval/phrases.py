@@ -20,9 +20,9 @@ placeholders and escapes, which covers
 Words are lowercased runs of letters, digits and ``_`` (``max_length`` stays one word), the same in code and in a
 question, so a message meets its template word for word. Two words make a pair when a space stands between them: the
 words of a path, a URL or a dotted name (``/etc/myapp.conf``, ``https://api.example.com``, ``os.path``) make none,
-so the value a message printed, which code may hold as a literal elsewhere, does not pass for its template. Triple-quoted strings are documentation (docstrings, usage
-texts, examples that repeat a message's values), and a literal longer than :data:`MAX_LITERAL` characters is data:
-neither gives pairs.
+so the value a message printed, which code may hold as a literal elsewhere, does not pass for its template.
+Triple-quoted strings are documentation (docstrings, usage texts, examples that repeat a message's values), and a
+literal longer than :data:`MAX_LITERAL` characters is data: neither gives pairs.
 
 Example:
     >>> phrase_terms('raise ValueError(f"Invalid fields for {self}: {invalid}")')
