@@ -77,7 +77,7 @@ _BANNER = re.compile(r"^\s*(?:Python \d+\.\d+\S*\s*[|(]|Type ['\"](?:copyright|h
 _DUMP_LINE = re.compile(r"^\s*(?:[\w.\-\[\]]+\s*(?:==|>=|<=|~=|\s{2,}|\t)\s*v?\d[\w.+\-]*\s*|"
                         r"[\w .\-/()]{1,40}:\s+\S.{0,80})$")
 # Messages a question quotes: what an exception, a warning or a logger printed, after its label (``ValueError: ...``,
-# ``django.core.exceptions.ImproperlyConfigured: ...``, ``MediaOrderConflictWarning: ...``, ``Error: ...``, ``panic:
+# ``app.core.exceptions.ImproperlyConfigured: ...``, ``OrderConflictWarning: ...``, ``Error: ...``, ``panic:
 # ...``, ``ERROR:root:...``), or after a log line's level (``2024-05-01 12:00:01,123 [main] ERROR ...``).
 _EXCEPTION = r"(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Failure|Fault)"
 _LEVEL = r"ERROR|WARN(?:ING)?|FATAL|CRITICAL|SEVERE|PANIC"

@@ -45,11 +45,11 @@ store, and :func:`rank` orders them:
    terms, where the words of a message are as common as any ("invalid", "fields"). The lift is for a pasted
    message: it is scaled by the square of the share of the question's words the message holds
    (:attr:`~llmc_splitters.retrieval.search.question.Question.message_share`), and the rule does nothing when that
-   share is under ``message_question`` (0.5): a question about a message ("'No such option --cat. Did you mean
-   --count?' where are close matches computed?") or a report that quotes one asks for other code than the line that
-   prints it (on the tune set, 32 questions quote a message, each under a half of its words: at full lift the rule
-   put the printing code over the answer in 4 and helped none). A question that quotes no message is ranked as
-   without the rule.
+   share is under ``message_question`` (0.5): a question about a message ("it prints 'unknown option --cat, did you
+   mean --count?': where are the close matches computed?") or a report that quotes one asks for other code than
+   the line that prints it (on the tune set, 32 questions quote a message, each under a half of its words: at full
+   lift the rule put the printing code over the answer in 4 and helped none). A question that quotes no message is
+   ranked as without the rule.
 7. **File stage** (``files``, lexical search): a file's score is its best span's plus ``file_depth`` times the sum
    of its next two (a file with several matching spans rises), and each of its spans gains ``file_weight`` times
    what its file gains over its best span (a notebook's cells count as one file). Hybrid search does without it:
