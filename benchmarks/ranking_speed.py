@@ -1,5 +1,6 @@
 """The lexical query path of two source trees of the library on the same generated tree, in one run: the index's size
-on disk, in-process ``search``/``retrieve`` p50 and a fresh-process ``query``.
+on disk, in-process ``search``/``retrieve`` p50 (of questions in words, and of pasted error messages that the tree's
+modules raise: ``message_search_ms``) and a fresh-process ``query``.
 
     python -m benchmarks.ranking_speed --files 16000 --before /path/to/old/checkout --after . --work /tmp/rs
 
@@ -25,18 +26,29 @@ from .perf import index_tree
 from .query_path import QUESTIONS
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# Messages the tree's standard-library modules raise (textwrap, string, csv, queue, netrc), pasted as a user would.
+MESSAGES = (
+    "ValueError: invalid width -1 (must be > 0)",
+    "ValueError: Invalid placeholder in string: line 3, col 7",
+    "ValueError: dict contains fields not in fieldnames: 'age'",
+    "ValueError: task_done() called too many times",
+    "netrc.NetrcParseError: Macro definition missing null line terminator. (/home/me/.netrc, line 4)",
+)
 PROBE = r'''
 import json, statistics, sys, time
 from llmc_splitters.retrieval import CodeRetriever
 r = CodeRetriever(path=sys.argv[1], embedding=None)
-qs = json.loads(sys.argv[2])
+qs, ms = json.loads(sys.argv[2]), json.loads(sys.argv[3])
 r.search(qs[0], k=10); r.retrieve(qs[0])
-s, t = [], []
+s, t, m = [], [], []
 for _ in range(2):
     for q in qs:
         a = time.perf_counter(); r.search(q, k=10); s.append(time.perf_counter() - a)
         a = time.perf_counter(); r.retrieve(q); t.append(time.perf_counter() - a)
-print(json.dumps({"search_ms": statistics.median(s) * 1000, "retrieve_ms": statistics.median(t) * 1000}))
+    for q in ms:
+        a = time.perf_counter(); r.search(q, k=10); m.append(time.perf_counter() - a)
+print(json.dumps({"search_ms": statistics.median(s) * 1000, "retrieve_ms": statistics.median(t) * 1000,
+                  "message_search_ms": statistics.median(m) * 1000}))
 '''
 
 
@@ -74,8 +86,8 @@ def main(argv: list[str] | None = None) -> None:
         for name, src in code.items():
             env = dict(os.environ, PYTHONPATH=str(src))
             db = args.work / f"db{args.files}-{name}"
-            got = subprocess.run([sys.executable, "-c", PROBE, str(db), json.dumps(list(QUESTIONS))], env=env,
-                                 capture_output=True, text=True, check=True)
+            got = subprocess.run([sys.executable, "-c", PROBE, str(db), json.dumps(list(QUESTIONS)),
+                                  json.dumps(list(MESSAGES))], env=env, capture_output=True, text=True, check=True)
             row = json.loads(got.stdout.strip().splitlines()[-1])
             fresh = []
             for q in QUESTIONS[:5]:

@@ -185,11 +185,13 @@ def test_only_what_stands_above_the_index_imports_it():
 
 # The rooms of retrieval/ by job, and the rooms each may import (besides itself). Imports flow one way: context
 # uses search and storage; search uses storage; the write path uses storage; storage uses nothing above it. Every
-# room may use the embeddings, which use no other room, and the terms (how text becomes search terms: the lexical
-# index, the question and the hashing embedding read text alike), which use nothing of retrieval/. The other modules
+# room may use the embeddings, which use no other room, and the base modules, which use nothing of retrieval/: the
+# terms (how text becomes search terms: the lexical index, the question and the hashing embedding read text alike)
+# and the message phrases (the word pairs of string templates: the lexical index holds them, a question's quoted
+# messages are read as them). The other modules
 # at the top of retrieval/ (the index, the retriever, code_index(), the package) stand above every room.
 RETRIEVAL = "llmc_splitters.retrieval"
-BASE = frozenset({f"{RETRIEVAL}.terms"})
+BASE = frozenset({f"{RETRIEVAL}.terms", f"{RETRIEVAL}.phrases"})
 ROOMS = {
     "embeddings": frozenset(),
     "storage": frozenset({"embeddings"}),
@@ -219,7 +221,7 @@ def _back_arrows(graph: dict[str, set[str]]) -> list[str]:
         if room is None or room == "top":
             continue
         if room == "base":
-            out += [f"{name} -> {t} (the terms import nothing of retrieval/)" for t in sorted(targets) if _room(t)]
+            out += [f"{name} -> {t} (the base modules import nothing of retrieval/)" for t in sorted(targets) if _room(t)]
             continue
         for target in sorted(targets):
             other = _room(target)
@@ -255,7 +257,7 @@ def test_the_room_finder_finds_a_back_arrow():
         f"{RETRIEVAL}.indexing.indexer -> {RETRIEVAL}.search.question (indexing may not import search)",
         f"{RETRIEVAL}.search.hits -> {RETRIEVAL}.index (search may not import top)",
         f"{RETRIEVAL}.storage.span_store -> {RETRIEVAL}.search.ranking (storage may not import search)",
-        f"{RETRIEVAL}.terms -> {RETRIEVAL}.storage.filters (the terms import nothing of retrieval/)",
+        f"{RETRIEVAL}.terms -> {RETRIEVAL}.storage.filters (the base modules import nothing of retrieval/)",
     ]
 
 

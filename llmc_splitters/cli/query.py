@@ -9,7 +9,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConfigurationError, FilterWarning
+from ..errors import ConfigurationError, FilterWarning, IndexWarning
 from .common import DB_DIRNAME, CliError, ExitCode, add_store_args, positive, use_color
 from .milvus import open_index
 
@@ -57,6 +57,8 @@ def run(args: argparse.Namespace) -> ExitCode:
     except ConfigurationError as exc:
         raise CliError(f"error: {exc}", ExitCode.USAGE) from exc
     unmatched = next((str(w.message) for w in caught if issubclass(w.category, FilterWarning)), None)
+    for said in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, IndexWarning)):
+        sys.stderr.write(f"warning: {said}\n")  # an index of an older layout: how to bring it up to date
     message = None
     if not result.words_in_index:
         by_meaning = "--dense-fallback shows the nearest spans by meaning alone" if embedding is not None else \

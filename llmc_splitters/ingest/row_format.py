@@ -182,7 +182,7 @@ def prepared_file(status: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) 
     Raises:
         LlmcError: The rows are not those its marker counts (some were lost on the way).
     """
-    from ..retrieval.storage.lexical_tantivy import LexDoc
+    from ..retrieval.storage.lexical_tantivy import row_doc
     from ..retrieval.storage.file_rows import PreparedFile
     from ..retrieval.storage.span_rows import FileMarker, FileWrite, SpanRow
 
@@ -204,6 +204,6 @@ def prepared_file(status: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) 
             out.views.append((len(out.write.rows), str(_value(r["embed_text"])), eh))
         out.write.rows.append(SpanRow(span, role, file, eh))
         if role in SEARCHED_ROLES:
-            doc = LexDoc(span.id, file, span.language, span.kind, str(_value(r["terms"])))
+            doc = row_doc(span, role, file, str(_value(r["terms"])))
             (out.leaves if role == "leaf" else out.summaries).append(doc)
     return out

@@ -45,7 +45,7 @@ from typing import Any
 
 from ...chunking.inputs import decode
 from ...errors import ConfigurationError, LlmcError
-from ..storage.lexical_tantivy import LexDoc, lexical_text
+from ..storage.lexical_tantivy import LexDoc, row_doc
 from ..storage.parts import Dense, HasParts, IndexParts, parts_of
 from ..storage.file_rows import PreparedFile, build_file, embed_source, parse_note, sha, split_note
 from ..storage.span_store import LEXICAL, VECTORS, SpanRow
@@ -486,6 +486,8 @@ class Indexer:
         paths = [p for p in dict.fromkeys(paths)]
         if not paths:
             return []
+        if self._upgrade_lexical():  # the lexical index of an older layout is rebuilt first
+            self.catch_up()
         known = set(self.store.paths()) | set(self.store.pending(LEXICAL | VECTORS))
         dense = self.parts.dense
         self.store.remove_files(paths, pending=LEXICAL | (VECTORS if dense is not None else 0))
@@ -499,8 +501,24 @@ class Indexer:
 
     # ----------------------------------------------------------------------------------------------- replay
 
+    def _upgrade_lexical(self) -> bool:
+        """A lexical index written in an older layout (:attr:`~..storage.lexical_tantivy.LexicalIndex.outdated`:
+        without message phrases) is emptied in the current one and every file is marked pending for it, so that
+        :meth:`catch_up` replays the whole store into it (a run that dies meanwhile leaves them pending). Whether it
+        was."""
+        old = [lex for lex in (self.parts.lexical("leaf"), self.parts.lexical("summary"))
+               if getattr(lex, "outdated", False)]
+        if not old:
+            return False
+        self.store.mark_pending(self.store.paths(), LEXICAL)
+        for lex in old:
+            lex.recreate()
+        return True
+
     def catch_up(self) -> None:
-        """Bring the lexical index and the vector store up to date with files a dead run left ``pending``."""
+        """Bring the lexical index and the vector store up to date with files a dead run left ``pending``, and
+        rebuild a lexical index of an older layout from the span store (nothing is chunked or embedded again)."""
+        self._upgrade_lexical()
         lex = self.store.pending(LEXICAL)
         for i in range(0, len(lex), _GROUP_FILES):
             part = lex[i : i + _GROUP_FILES]
@@ -508,11 +526,7 @@ class Indexer:
             summaries: list[LexDoc] = []
             for path in part:
                 for r in self.store.searched(path):
-                    s = r.span
-                    crumb = s.metadata.get("breadcrumb") if r.role == "leaf" else ""
-                    doc = LexDoc(s.id, r.file, s.language, s.kind,
-                                 lexical_text(s.path, s.name if r.role == "leaf" else None, crumb, s.text))
-                    (leaves if r.role == "leaf" else summaries).append(doc)
+                    (leaves if r.role == "leaf" else summaries).append(row_doc(r.span, r.role, r.file))
             with self._committing():
                 self._publish_lexical(part, leaves, summaries)
         vec = self.store.pending(VECTORS)

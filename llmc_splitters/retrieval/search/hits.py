@@ -9,18 +9,20 @@ rank fusion (:mod:`.fuse`). What the confidence means: :mod:`.confidence`.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...chunking.span import Span
-from ...errors import ConfigurationError
+from ...errors import ConfigurationError, IndexWarning, caller_stacklevel
 from ..storage.filters import SearchFilter
 from .confidence import confidence, measure
 from .fusion import reciprocal_rank_fusion
 from ..storage.parts import HasParts, IndexParts, parts_of
 from .question import Question, analyze_question, weigh
 from .ranking import FileRank, Ranking, rank
+from .rules import message_shares
 from ..storage.span_store import SpanRow, SpanStore
 
 __all__ = ["Hit", "SearchResult", "confidence", "rank_texts", "search"]
@@ -29,6 +31,9 @@ _NAMED_FILES = 3
 """At most this many files a question names are searched, and a bare file name held by more files names none."""
 _NAMED_SPANS = 20
 """How many spans of the named files join the candidates."""
+_MESSAGE_SPANS = 30
+"""How many spans best matching the messages a question quotes (by their word pairs) are weighed by the message
+rule."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,12 +182,16 @@ def search(
         merged = dict(lists["lexical"])
         merged.update((i, s) for i, s in extra if i not in merged)
         lists["lexical"] = sorted(merged.items(), key=lambda item: -item[1])
-    rows = parts.spans.get([i for r in lists.values() for i, _ in r])
+    pasted = ranking.message and question.messages and question.message_share >= ranking.message_question
+    made = _message_spans(lex, question, filt, paths) if pasted else []
+    rows = parts.spans.get([*(i for r in lists.values() for i, _ in r), *made])
     lists = {name: _tie_order(r, rows) for name, r in lists.items()}
     spans = {rid: rows[rid].span for r in lists.values() for rid, _ in r}
+    spans.update((rid, rows[rid].span) for rid in made if rid in rows)
+    shares = _message_shares(lex, question, {rid: spans[rid].text for rid in made if rid in spans}, ranking)
     ranked, ranked_files = rank({name: [i for i, _ in r] for name, r in lists.items()},
                                 {name: dict(r) for name, r in lists.items()}, spans, question, ranking,
-                                frozenset(named))
+                                frozenset(named), shares)
     hits = tuple(Hit(spans[r.id], r.score, pos, r.ranks) for pos, r in enumerate(ranked[:k]))
     # An engine-fused list has no per-list scores: no confidence (0).
     signals = {} if "hybrid" in lists else measure(parts, query, hits[0].span if hits else None,
@@ -197,6 +206,29 @@ def _words_in_index(lex: Any, weights: Mapping[str, float] | None, query: str) -
 
     terms = set(weights) if weights else set(code_terms(query))
     return bool(terms) and any(lex.stats(terms)[1].values())
+
+
+def _message_spans(lex: Any, question: Question, filt: SearchFilter, paths: Sequence[str] | None) -> list[str]:
+    """The spans whose string templates best match the word pairs of the messages the question quotes (none when
+    the lexical engine holds no phrases: another engine, or an index of an older layout, which is said)."""
+    if not getattr(lex, "has_phrases", False):
+        if getattr(lex, "outdated", False):
+            msg = (f"the lexical index {lex.directory} predates message matching: the message this question quotes "
+                   "is searched by its words only; a write run (llmc-splitters index PATH, index_directory) rebuilds "
+                   "it from the index, without chunking or embedding again")
+            warnings.warn(msg, IndexWarning, stacklevel=caller_stacklevel())
+        return []
+    pairs = list(dict.fromkeys(p for m in question.messages for p in m))
+    return [rid for rid, _ in lex.search_phrases(pairs, _MESSAGE_SPANS, filt, paths)]
+
+
+def _message_shares(lex: Any, question: Question, texts: Mapping[str, str], ranking: Ranking) -> dict[str, float]:
+    """How much of a quoted message each span of ``texts`` makes (:func:`.rules.message_shares`)."""
+    if not texts:
+        return {}
+    n_docs, df = lex.stats({p for m in question.messages for p in m}, field="phrases")
+    return message_shares(question.messages, texts, n_docs, df, lex.holding, max_spans=ranking.message_spans,
+                          evidence=ranking.message_evidence)
 
 
 def _named_files(store: SpanStore, named: Sequence[str]) -> list[str]:

@@ -39,6 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..phrases import message_phrases, quoted_literals
 from ..terms import code_terms
 
 __all__ = ["Frame", "Question", "analyze_question", "weigh", "FRAME_WEIGHT", "COMMON_SHARE"]
@@ -75,6 +76,22 @@ _BANNER = re.compile(r"^\s*(?:Python \d+\.\d+\S*\s*[|(]|Type ['\"](?:copyright|h
                      r"\[(?:GCC|Clang|MSC)\b)")
 _DUMP_LINE = re.compile(r"^\s*(?:[\w.\-\[\]]+\s*(?:==|>=|<=|~=|\s{2,}|\t)\s*v?\d[\w.+\-]*\s*|"
                         r"[\w .\-/()]{1,40}:\s+\S.{0,80})$")
+# Messages a question quotes: what an exception, a warning or a logger printed, after its label (``ValueError: ...``,
+# ``app.core.exceptions.ImproperlyConfigured: ...``, ``OrderConflictWarning: ...``, ``Error: ...``, ``panic:
+# ...``, ``ERROR:root:...``), or after a log line's level (``2024-05-01 12:00:01,123 [main] ERROR ...``).
+_EXCEPTION = r"(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Failure|Fault)"
+_LEVEL = r"ERROR|WARN(?:ING)?|FATAL|CRITICAL|SEVERE|PANIC"
+_LABELLED = re.compile(
+    rf"(?:(?<![\w.])(?:{_EXCEPTION}|[Ee]rror|[Ww]arning|[Ff]atal|[Pp]anic|{_LEVEL})"
+    r"|^[ \t>|E]*(?:[a-z_]\w*\.)+[A-Z]\w*)"  # a traceback's last line names its exception by its dotted name
+    r"(?::[\w.]+)?(?:\s*\[[^\]\n]*\])?:[ \t]*(?P<msg>\S[^\n]*)", re.M)
+_LOG_LINE = re.compile(rf"^\W*(?:\d{{4}}-\d\d-\d\d[T ][\d:.,]+\S*\s+(?:\S+\s+){{0,2}}?)?\[?(?:{_LEVEL})\]?"
+                       r"[\s:-]+(?P<msg>\S[^\n]*)", re.M)
+_TRACE_NOISE = re.compile(r"^\s*(?:[\^~]+\s*|Traceback \(most recent call last\):\s*)$")
+_QUOTES = (("'", "'"), ('"', '"'), ("`", "`"), ("“", "”"), ("‘", "’"))
+QUOTED_PAIRS = 2
+"""A quoted string (in prose or code) is a message when it holds at least this many word pairs (three words in a
+row, spaced: ``"not a valid app"``; not ``'x'``, ``"utf-8"``, ``"/etc/app.conf"``)."""
 _ASKS = {
     "test": ("test", "tests", "tested", "testing", "spec", "specs", "unittest", "pytest", "conftest", "bats"),
     "example": ("example", "examples", "demo", "demos", "sample", "samples", "tutorial"),
@@ -117,6 +134,11 @@ class Question:
         named: The files it names outside its stack frames (``numberformat.py``, ``src/client.ts``).
         headline: The names its first line gives (a report's title names its subject: ``cse() has strange
             behaviour``), for a report; else its names.
+        messages: The messages it quotes, each as its word pairs (see :mod:`~llmc_splitters.retrieval.phrases`):
+            what an exception, a warning or a log line printed after its label (``ValueError: Invalid fields for
+            ...``), and quoted strings, in prose or code, of at least :data:`QUOTED_PAIRS` word pairs.
+        message_share: The share of its words (prose and code) its longest message holds, with its label: about 1
+            for a pasted message, less for a question about one or a report that quotes one (see :mod:`.ranking`).
     """
 
     text: str
@@ -130,6 +152,8 @@ class Question:
     topic: frozenset[str] = field(default_factory=frozenset)
     named: tuple[str, ...] = ()
     headline: tuple[str, ...] = ()
+    messages: tuple[tuple[str, ...], ...] = ()
+    message_share: float = 0.0
 
 
 def _drop_dumps(text: str) -> str:
@@ -148,6 +172,46 @@ def _drop_dumps(text: str) -> str:
         else:
             i += 1
     return "\n".join(line for line, k in zip(lines, keep) if k)
+
+
+def _messages(text: str) -> tuple[tuple[tuple[str, ...], ...], float]:
+    """The word pairs of each message ``text`` quotes (see :attr:`Question.messages`), each message once, and the
+    share of ``text``'s words its longest message holds, with its label (:attr:`Question.message_share`)."""
+    found = []
+    for m in (*_LABELLED.finditer(text), *_LOG_LINE.finditer(text)):
+        msg = m.group("msg")
+        # A message quoted in a sentence ("... throws 'ValueError: embedded null byte' when ...") ends at its quote.
+        before = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+        for opening, closing in _QUOTES:
+            opened = len(re.findall(rf"(?<!\w){opening}|{opening}(?!\w)", before)) if opening == closing else \
+                before.count(opening) - before.count(closing)
+            if opened % 2 if opening == closing else opened > 0:
+                msg = msg.split(closing, 1)[0]
+        found.append((msg, text[m.start():m.start("msg")] + msg))
+    out: dict[tuple[str, ...], int] = {}
+    for msg, said in found:
+        pairs = tuple(message_phrases(msg))
+        if pairs:
+            out[pairs] = max(out.get(pairs, 0), len(_WORD.findall(said)))
+    for q in quoted_literals(text, backticks=False):
+        pairs = tuple(message_phrases(q))
+        if len(pairs) >= QUOTED_PAIRS:
+            out[pairs] = max(out.get(pairs, 0), len(_WORD.findall(q)))
+    total = len(_WORD.findall(_without_frames(text)))
+    return tuple(out), min(1.0, max(out.values(), default=0) / total) if total else 0.0
+
+
+def _without_frames(text: str) -> str:
+    """``text`` without the lines of its stack traces (a frame, the source line under a Python frame, the carets,
+    ``Traceback (most recent call last):``): a pasted traceback is its message, the frames say where it passed."""
+    out, after_frame = [], False
+    for line in text.splitlines():
+        frame = bool(_PY_FRAME.search(line))
+        if not (frame or after_frame and line[:1].isspace() or _IPY_FRAME.match(line) or _JS_FRAME.search(line) or _SH_FRAME.match(line)
+                or _TRACE_NOISE.match(line)):
+            out.append(line)
+        after_frame = frame
+    return "\n".join(out)
 
 
 def _frames(text: str) -> list[Frame]:
@@ -259,8 +323,9 @@ def analyze_question(text: str) -> Question:
     if shape == "report":
         title = next((line for line in prose.splitlines() if line.strip()), "")
         headline = _names(title, [m.group(1) for m in _INLINE.finditer(title)], _WORD.findall(title), [])
+    messages, message_share = _messages(cleaned)
     return Question(text, shape, terms, tuple(names), tuple(paths), tuple(frames), asks, n_words, topic, named,
-                    tuple(headline))
+                    tuple(headline), messages, message_share)
 
 
 def weigh(question: Question, n_docs: int, df: Mapping[str, int]) -> dict[str, float]:

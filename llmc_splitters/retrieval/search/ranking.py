@@ -33,11 +33,28 @@ store, and :func:`rank` orders them:
    gets ``tiny_factor`` times its score: it cannot stand alone, BM25's length normalisation favours it, and it
    carries its definition's name. The piece that starts the definition keeps its score: its context brings the
    definition's skeleton.
-6. **File stage** (``files``, lexical search): a file's score is its best span's plus ``file_depth`` times the sum
+6. **Message** (``message``): a span that makes a message the question quotes (an exception's or a log line's
+   text, a quoted sentence: :attr:`~llmc_splitters.retrieval.search.question.Question.messages`) from the literal
+   runs of a string template (``f"Invalid fields for {self}: {invalid}"`` for ``ValueError: Invalid fields for
+   <UserSchema(many=False)>: {'nmae'}``) gains ``message_boost`` times the best candidate's score after the rules
+   above (1.2: a span that makes the whole message passes the best match of its words), times how much of the
+   message it makes (:func:`.rules.message_shares`: at least three words in order, held by at most
+   ``message_spans`` spans, ``message_evidence`` pairs of its own for full weight), times its own factor of the
+   rules 2, 4 and 5 (a test that asserts the message is still a test), and joins the candidates: the lexical index
+   holds each span's template words in pairs (:mod:`~llmc_splitters.retrieval.phrases`), searched apart from the
+   terms, where the words of a message are as common as any ("invalid", "fields"). The lift is for a pasted
+   message: it is scaled by the square of the share of the question's words the message holds
+   (:attr:`~llmc_splitters.retrieval.search.question.Question.message_share`), and the rule does nothing when that
+   share is under ``message_question`` (0.5): a question about a message ("it prints 'unknown option --cat, did you
+   mean --count?': where are the close matches computed?") or a report that quotes one asks for other code than
+   the line that prints it (on the tune set, 32 questions quote a message, each under a half of its words: at full
+   lift the rule put the printing code over the answer in 4 and helped none). A question that quotes no message is
+   ranked as without the rule.
+7. **File stage** (``files``, lexical search): a file's score is its best span's plus ``file_depth`` times the sum
    of its next two (a file with several matching spans rises), and each of its spans gains ``file_weight`` times
    what its file gains over its best span (a notebook's cells count as one file). Hybrid search does without it:
    its fused RRF scores lie so close that a file of many matching spans passed a span first in both lists.
-7. **Diversity** (``diversity``): in a question of at most ``diverse_words`` words, each span of a file after its
+8. **Diversity** (``diversity``): in a question of at most ``diverse_words`` words, each span of a file after its
    first is worth ``decay`` times less per span of that file already on the page (:func:`.rules.saturate`): the
    first page covers the files that answer a short question ("exception hierarchy for HTTP and transfer errors")
    instead of ten pieces of one file, while a file whose spans outscore every other file's best keeps them. A
@@ -98,14 +115,15 @@ class Ranking:
         (False, ())
     """
 
-    RULES: ClassVar[tuple[str, ...]] = ("question", "definition", "path", "noise", "tiny", "adaptive", "files",
-                                        "diversity")
+    RULES: ClassVar[tuple[str, ...]] = ("question", "definition", "path", "noise", "tiny", "message", "adaptive",
+                                        "files", "diversity")
 
     question: bool = True
     definition: bool = True
     path: bool = True
     noise: bool = True
     tiny: bool = True
+    message: bool = True
     adaptive: bool = True
     files: bool = True
     diversity: bool = True
@@ -114,6 +132,10 @@ class Ranking:
     headline_boost: float = 1.5
     path_boost: float = 1.0
     path_min: float = 0.1
+    message_boost: float = 1.2
+    message_spans: int = 5
+    message_evidence: float = 2.0
+    message_question: float = 0.5
     noise_factor: float = 0.2
     tiny_tokens: int = 48
     tiny_factor: float = 0.25
@@ -127,15 +149,17 @@ class Ranking:
     long_decay: float = 0.95
 
     def __post_init__(self) -> None:
-        for name in ("definition_boost", "headline_boost", "path_boost", "path_min", "noise_factor", "tiny_factor",
-                     "file_depth", "file_weight", "decay", "long_decay"):
+        for name in ("definition_boost", "headline_boost", "path_boost", "path_min", "message_boost",
+                     "message_evidence", "message_question", "noise_factor", "tiny_factor", "file_depth", "file_weight",
+                     "decay", "long_decay"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 msg = f"Ranking.{name} must be a number >= 0, got {value!r}"
                 raise ConfigurationError(msg)
-        for name in ("tiny_tokens", "rrf_k", "diverse_words"):
+        for name in ("tiny_tokens", "rrf_k", "diverse_words", "message_spans"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "rrf_k" else 0):
+            least = 1 if name in ("rrf_k", "message_spans") else 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 msg = f"Ranking.{name} must be a positive integer, got {value!r}"
                 raise ConfigurationError(msg)
 
@@ -193,15 +217,18 @@ def _factor(span: Span, question: Question, ranking: Ranking, names: frozenset[s
 
 
 def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, float]], spans: Mapping[str, Span],
-         question: Question, ranking: Ranking, named: frozenset[str] = frozenset()
-         ) -> tuple[list[Ranked], list[FileRank]]:
+         question: Question, ranking: Ranking, named: frozenset[str] = frozenset(),
+         messages: Mapping[str, float] | None = None) -> tuple[list[Ranked], list[FileRank]]:
     """Order the candidates of ``lists`` (each engine's ids, best first, and ``scores``: each list's score of each
     id) and rank their files (see the module docstring). One list (lexical search, or an engine that fused BM25 and
     the vectors itself) is ordered by its scores; several are fused by weighted RRF. Every id must be in ``spans``.
-    ``named``: the indexed files the question names (the path rule counts them as wholly matched)."""
+    ``named``: the indexed files the question names (the path rule counts them as wholly matched); ``messages``:
+    the spans that make a message the question quotes, with their share of it (the message rule; they join the
+    candidates)."""
     names = [n for n in lists if lists[n]]
     positions = {n: {rid: pos for pos, rid in enumerate(lists[n], 1)} for n in names}
-    ids = list(dict.fromkeys(rid for n in names for rid in lists[n]))
+    messages = messages if ranking.message and messages else {}
+    ids = list(dict.fromkeys([*(rid for n in names for rid in lists[n]), *messages]))
     if len(names) == 1:
         base = {rid: scores[names[0]].get(rid, 0.0) for rid in ids}
     else:
@@ -222,7 +249,13 @@ def rank(lists: Mapping[str, Sequence[str]], scores: Mapping[str, Mapping[str, f
         wanted, boost = frozenset(question.names), ranking.definition_boost
     else:
         wanted, boost = frozenset(question.headline), ranking.headline_boost
-    score = {rid: base[rid] * _factor(spans[rid], question, ranking, wanted, boost) for rid in ids}
+    factor = {rid: _factor(spans[rid], question, ranking, wanted, boost) for rid in ids}
+    score = {rid: base[rid] * factor[rid] for rid in ids}
+    if messages:
+        # Against the best score as the other rules left it: a test that asserts the message stays a test.
+        best = max(score.values()) or 1.0
+        for rid, share in messages.items():
+            score[rid] += ranking.message_boost * best * share * factor[rid] * question.message_share ** 2
     by_file: dict[str, list[str]] = {}
     for rid in sorted(ids, key=lambda r: -score[r]):
         by_file.setdefault(file_of(spans[rid].path), []).append(rid)

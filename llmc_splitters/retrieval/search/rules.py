@@ -1,20 +1,22 @@
 """What the ranking rules read of a span and its file: the kinds of code a question rarely asks for, the words of a
-file's name, and a first page spread over files (see :mod:`.ranking` for the rules themselves).
+file's name, how much of a quoted message a span makes, and a first page spread over files (see :mod:`.ranking`
+for the rules themselves).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from ...chunking.span import Span
+from ..phrases import PROSE_LANGUAGES, phrase_terms
 from ..terms import code_terms
 
-__all__ = ["file_of", "name_words", "noise_kinds", "path_share", "saturate"]
+__all__ = ["file_of", "message_shares", "name_words", "noise_kinds", "path_share", "saturate"]
 
-PROSE_LANGUAGES = frozenset({"markdown", "text", "rst", "html"})
 DECLARATION_KINDS = frozenset({"interface", "type"})
 _TS = frozenset({"typescript", "tsx"})
 _SEGMENTS = {
@@ -95,6 +97,47 @@ def path_share(words: Iterable[str], path: str | None) -> float:
     if not asked or not named:
         return 0.0
     return sum(1 for w in asked if w in named or any(_meets(w, n) for n in named)) / len(asked)
+
+
+def message_shares(messages: Sequence[Sequence[str]], texts: Mapping[str, str], n_docs: int,
+                   df: Mapping[str, int], holding: Callable[[frozenset[str]], int], *, max_spans: int,
+                   evidence: float) -> dict[str, float]:
+    """How much of a quoted message each span of ``texts`` (id -> text) makes, in [0, 1]: its best message's.
+
+    A message is its word pairs (:func:`~llmc_splitters.retrieval.phrases.message_phrases`); the pairs no indexed
+    span holds are the values it printed (``<UserSchema(many=False)>``, ``'nmae'``), which no template holds either.
+    Each other pair weighs its IDF, ``ln(1 + (N - n + 0.5) / (n + 0.5))`` over the ``n_docs`` documents and ``df``
+    (the documents holding it). A span that holds at least two of them (three words in order) makes the message
+    when at most ``max_spans`` spans hold them all (``holding``: how many do): the code that raises it and a test or
+    two that check it; a piece of English every other message says (``is not``, ``index out of range``) pinpoints
+    nothing. Its share is the square of the weight it holds over the message's (a span that makes half of what the
+    message says is a weak match, one that makes all of it a strong one), times ``min(1, held / (evidence * w1))``
+    where ``w1`` is the weight of a pair only one span holds: two common pairs are weaker evidence than ``evidence``
+    pairs of their own.
+    """
+    out: dict[str, float] = {}
+    if n_docs <= 0 or not texts:
+        return out
+    scale = evidence * math.log(1 + (n_docs - 0.5) / 1.5)
+    pairs = {sid: frozenset(phrase_terms(text)) for sid, text in texts.items()}
+    counted: dict[frozenset[str], int] = {}
+    for message in messages:
+        idf = {p: math.log(1 + (n_docs - df[p] + 0.5) / (df[p] + 0.5)) for p in message if df.get(p, 0) > 0}
+        mass = sum(idf.values())
+        for sid, have in pairs.items():
+            held = have.intersection(idf)
+            if len(held) < 2:
+                continue
+            weight = sum(idf[p] for p in held)
+            share = (weight / mass) ** 2 * min(1.0, weight / scale)
+            if share <= out.get(sid, 0.0):
+                continue
+            key = frozenset(held)
+            if key not in counted:
+                counted[key] = holding(key)
+            if counted[key] <= max_spans:
+                out[sid] = share
+    return out
 
 
 def saturate(order: Sequence[str], score: Mapping[str, float], spans: Mapping[str, Span],

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...chunking.span import Span, SpanTree
-from .lexical_tantivy import LexDoc, lexical_text
+from .lexical_tantivy import LexDoc, row_doc
 from .span_rows import FileMarker, FileWrite, SpanRow
 
 __all__ = ["FileSummaryInput", "PreparedFile", "build_file", "derived_id", "embed_source", "embedding_view",
@@ -357,9 +357,7 @@ def build_file(
             prepared.views.append((len(rows), vtext, eh))
         span = dataclasses.replace(span, metadata=meta)
         rows.append(SpanRow(span, role, path, eh))
-        doc = LexDoc(span.id, path, span.language, span.kind,
-                     lexical_text(span.path, span.name if role == "leaf" else None,
-                                  meta.get("breadcrumb") if role == "leaf" else "", span.text))
+        doc = row_doc(span, role, path)
         (prepared.leaves if role == "leaf" else prepared.summaries).append(doc)
 
     # One document per tree: the file itself, or each cell of a notebook (its spans' path is the cell's,

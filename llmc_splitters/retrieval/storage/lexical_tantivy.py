@@ -10,6 +10,13 @@ Why tantivy and not SQLite FTS5 (measured on 500,000 leaf-sized documents of sta
 FTS5's ``bm25()`` ranks every matching row, 14-240 ms for ordinary questions, where tantivy answers in 0.01-2.6 ms,
 and its index is 24 MB against FTS5's 178 MB. See ``benchmarks/results/query-path.md``.
 
+Beside the terms, each document holds its **message phrases** (field ``phrases``): the word pairs of the literal runs
+of its string templates (:mod:`~llmc_splitters.retrieval.phrases`), matched against the messages a question quotes
+by :meth:`LexicalIndex.search_phrases`. A field of their own keeps the terms' BM25 statistics (document lengths) as
+they were: a question without a message is ranked exactly as before. An index written before the field existed
+(:attr:`LexicalIndex.outdated`) is still searched by its terms; the next write run rebuilds it from the span store
+(:meth:`LexicalIndex.recreate`, then the replay of every file), without chunking or embedding anything again.
+
 Each file's documents are replaced by one commit together with the other files of its group. The span store is the
 source of truth: a hit whose id the store does not hold (a file being rewritten, removed, or written by a run that
 died before this index caught up) is ignored by the search, and the store's ``pending`` rows replay what this index
@@ -27,9 +34,10 @@ from typing import Any
 
 from ...errors import missing_dependency
 from .filters import SearchFilter, ancestor_dirs
+from ..phrases import PROSE_LANGUAGES, phrase_text
 from ..terms import code_terms
 
-__all__ = ["LexDoc", "LexicalIndex", "lexical_text", "row_lexical_text"]
+__all__ = ["LexDoc", "LexicalIndex", "lexical_text", "row_doc", "row_lexical_text", "row_phrase_text"]
 
 _HEAP = 32_000_000
 
@@ -57,15 +65,29 @@ def row_lexical_text(span: Any, role: str) -> str:
                         span.text)
 
 
+def row_phrase_text(span: Any, role: str) -> str:
+    """The message phrases of a searched row of ``role``: a leaf's in code (a document in prose describes messages,
+    it does not make them), none for a summary."""
+    return phrase_text(span.text) if role == "leaf" and span.language not in PROSE_LANGUAGES else ""
+
+
 @dataclass(frozen=True, slots=True)
 class LexDoc:
-    """One searched record as the lexical index holds it."""
+    """One searched record as the lexical index holds it: its terms and its message phrases (space-separated)."""
 
     id: str
     file: str
     language: str
     kind: str
     terms: str
+    phrases: str = ""
+
+
+def row_doc(span: Any, role: str, file: str, terms: str | None = None) -> LexDoc:
+    """The lexical document of a searched row of ``role`` in ``file`` (``terms``: its terms when they were computed
+    already, as the distributed ingestion ships them)."""
+    return LexDoc(span.id, file, span.language, span.kind, row_lexical_text(span, role) if terms is None else terms,
+                  row_phrase_text(span, role))
 
 
 class LexicalIndex:
@@ -94,11 +116,22 @@ class LexicalIndex:
         sb.add_text_field("language", tokenizer_name="raw", index_option="basic")
         sb.add_text_field("kind", tokenizer_name="raw", index_option="basic")
         sb.add_text_field("terms", tokenizer_name="whitespace", index_option="freq")
-        self.schema = sb.build()
+        sb.add_text_field("phrases", tokenizer_name="whitespace", index_option="freq")
+        self._current = sb.build()
+        self.schema = self._current
+        self.outdated = False
         self.directory = Path(directory) if directory is not None else None
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
-            self.index = tantivy.Index(self.schema, path=str(self.directory), reuse=True)
+            try:
+                self.index = tantivy.Index(self.schema, path=str(self.directory), reuse=True)
+            except ValueError as exc:
+                if "schema does not match" not in str(exc):
+                    raise
+                # Written before the phrases field: searched by its terms until a write run rebuilds it.
+                self.index = tantivy.Index.open(str(self.directory))
+                self.schema = self.index.schema
+                self.outdated = True
         else:
             self.index = tantivy.Index(self.schema)
         self._writer: Any = None
@@ -110,7 +143,28 @@ class LexicalIndex:
 
     # ------------------------------------------------------------------------------------------------ writes
 
+    def recreate(self) -> None:
+        """Replace an :attr:`outdated` index by an empty one of the current layout (the caller replays every file
+        into it; see :meth:`~llmc_splitters.retrieval.indexing.indexer.Indexer.catch_up`)."""
+        import shutil
+
+        with self._lock:
+            if not self.outdated or self.directory is None:
+                return
+            self._writer = None
+            shutil.rmtree(self.directory)
+            self.directory.mkdir(parents=True)
+            self.index = self._t.Index(self._current, path=str(self.directory), reuse=True)
+            self.schema = self._current
+            self.outdated = False
+
     def _get_writer(self) -> Any:
+        if self.outdated:
+            from .span_store import StoreError
+
+            msg = (f"the lexical index {self.directory} was written before message phrases were indexed; a write "
+                   "run rebuilds it first (llmc-splitters index PATH, or index_directory)")
+            raise StoreError(msg)
         if self._writer is None:
             try:
                 self._writer = self.index.writer(heap_size=_HEAP, num_threads=1)
@@ -140,6 +194,7 @@ class LexicalIndex:
                 doc.add_text("language", d.language)
                 doc.add_text("kind", d.kind)
                 doc.add_text("terms", d.terms)
+                doc.add_text("phrases", d.phrases)
                 w.add_document(doc)
             self._dirty = True
         if commit:
@@ -219,11 +274,49 @@ class LexicalIndex:
         out.sort(key=lambda r: (-round(r[1], 6), r[0]))
         return out
 
-    def stats(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
-        """``(documents, {term: documents holding it})``: what BM25 weighs a term by."""
+    def stats(self, terms: Iterable[str], field: str = "terms") -> tuple[int, dict[str, int]]:
+        """``(documents, {term: documents holding it})``: what BM25 weighs a term by (``field="phrases"``: a
+        message phrase)."""
         self.index.reload()
         searcher = self.index.searcher()
-        return int(searcher.num_docs), {t: int(searcher.doc_freq("terms", t)) for t in terms}
+        if field == "phrases" and self.outdated:
+            return int(searcher.num_docs), dict.fromkeys(terms, 0)
+        return int(searcher.num_docs), {t: int(searcher.doc_freq(field, t)) for t in terms}
+
+    @property
+    def has_phrases(self) -> bool:
+        """Whether the index holds message phrases (an :attr:`outdated` one does not yet)."""
+        return not self.outdated
+
+    def search_phrases(self, phrases: Sequence[str], n: int, filt: SearchFilter | None = None,
+                       files: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """The ``n`` documents best matching message ``phrases`` (word pairs, see
+        :func:`~llmc_splitters.retrieval.phrases.message_phrases`), as ``(id, bm25 score)``, best first."""
+        if not phrases or n <= 0 or self.outdated or (files is not None and not files):
+            return []
+        t = self._t
+        q = t.Query
+        text = q.boolean_query([(t.Occur.Should, q.term_query(self.schema, "phrases", p))
+                                for p in dict.fromkeys(phrases)])
+        clauses = self._filter_query(filt or SearchFilter(), files)
+        query_obj = q.boolean_query([(t.Occur.Must, text), *clauses]) if clauses else text
+        self.index.reload()
+        searcher = self.index.searcher()
+        hits = searcher.search(query_obj, n, count=False).hits
+        out = [(searcher.doc(addr)["id"][0], float(score)) for score, addr in hits if score > 0.0]
+        out.sort(key=lambda r: (-round(r[1], 6), r[0]))
+        return out
+
+    def holding(self, phrases: Iterable[str]) -> int:
+        """How many documents hold every one of ``phrases``."""
+        wanted = list(dict.fromkeys(phrases))
+        if not wanted or self.outdated:
+            return 0
+        t = self._t
+        q = t.Query
+        query_obj = q.boolean_query([(t.Occur.Must, q.term_query(self.schema, "phrases", p)) for p in wanted])
+        self.index.reload()
+        return int(self.index.searcher().search(query_obj, 1, count=True).count)
 
     def ids(self) -> set[str]:
         """Every document id (a full read: for consistency checks and tests, never on the query path)."""

@@ -55,7 +55,7 @@ class SpanStore(SQLiteIndexFile):
         the file      dir, file, timeout, exists, temporary, require(), snapshot(), close()
         settings      get_meta(), set_meta(), set_meta_on_create()
         writes        write_files(), remove_files(), touch(), set_failed(), clear_failed()
-        outbox        pending(), done(), stale_ids(), drop_stale()
+        outbox        pending(), mark_pending(), done(), stale_ids(), drop_stale()
         vector cache  cached_vectors(), cache_vectors(), prune_vectors()
         files         markers(), marker(), paths(), count_paths(), counts(), stats(), failed(), file_of(),
                       documents(), bindings()
@@ -183,6 +183,16 @@ class SpanStore(SQLiteIndexFile):
     def pending(self, what: int) -> list[str]:
         """Files whose ``what`` engine (:data:`LEXICAL` or :data:`VECTORS`) has not caught up yet."""
         return [r[0] for r in self._read("SELECT path FROM pending WHERE what & ? ORDER BY path", (what,))]
+
+    def mark_pending(self, paths: Iterable[str], what: int) -> None:
+        """The ``what`` engine must catch up with these files again (it lost them: a lexical index rebuilt in a new
+        layout)."""
+        paths = list(paths)
+        if not paths:
+            return
+        with self._transaction() as conn:
+            conn.executemany("INSERT INTO pending VALUES (?, ?) ON CONFLICT(path) DO UPDATE SET what = what | ?",
+                             [(p, what, what) for p in paths])
 
     def done(self, paths: Iterable[str], what: int) -> None:
         """The ``what`` engine has caught up with these files."""
