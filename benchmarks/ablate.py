@@ -46,21 +46,21 @@ def variants(rules: str) -> dict[str, Any]:
     return out
 
 
-def _codesearch(mode: str, ranking: Any) -> dict[str, float]:
+def _codesearch(mode: str, ranking: Any, embedding: str) -> dict[str, float]:
     from benchmarks import codesearch
 
-    res = codesearch.run(mode=mode, ranking=ranking, cfg=codesearch.Config(log=lambda _: None))
+    res = codesearch.run(mode=mode, ranking=ranking, cfg=codesearch.Config(log=lambda _: None, embedding=embedding))
     return {"ndcg10": res["summary"]["overall"]["ndcg10"]}
 
 
-def _swebench(mode: str, ranking: Any) -> dict[str, float]:
+def _swebench(mode: str, ranking: Any, embedding: str) -> dict[str, float]:
     from benchmarks import swebench
 
-    s = swebench.run(mode, ranking=ranking, log=lambda _: None)["summary"]["all"]
+    s = swebench.run(mode, ranking=ranking, embedding=embedding, log=lambda _: None)["summary"]["all"]
     return {"hit@1": s["hits_hit@1"], "hit@10": s["hits_hit@10"], "recall@2048": s["recall@2048"]}
 
 
-def _tune(mode: str, ranking: Any) -> dict[str, float]:
+def _tune(mode: str, ranking: Any, embedding: str) -> dict[str, float]:  # noqa: ARG001 - the tune set's own
     from benchmarks import ranking as tune
 
     res = tune.run_mode(tune.load_tuneset(), mode, variants={"v": ranking}, replies=False, log=lambda _: None,
@@ -72,7 +72,7 @@ def _tune(mode: str, ranking: Any) -> dict[str, float]:
 _CORPUS: dict[str, Any] = {}
 
 
-def _docstring(mode: str, ranking: Any) -> dict[str, float]:
+def _docstring(mode: str, ranking: Any, embedding: str) -> dict[str, float]:  # noqa: ARG001 - MiniLM's vectors
     from dataclasses import replace
 
     from benchmarks import retriever
@@ -91,13 +91,14 @@ def _docstring(mode: str, ranking: Any) -> dict[str, float]:
     return {"full_hit@1024": cell["full_hit"]}
 
 
-RUNNERS: dict[str, Callable[[str, Any], dict[str, float]]] = {
+RUNNERS: dict[str, Callable[[str, Any, str], dict[str, float]]] = {
     "codesearch": _codesearch, "swebench": _swebench, "tune": _tune, "docstring": _docstring}
 
 
-def run(modes: tuple[str, ...], sets: tuple[str, ...], rules: str, log: Callable[[str], None] = print
-        ) -> dict[str, Any]:
-    """``{mode: {variant: {set: {metric: value}}}}`` for every variant of :func:`variants`."""
+def run(modes: tuple[str, ...], sets: tuple[str, ...], rules: str, log: Callable[[str], None] = print, *,
+        embedding: str = "minilm") -> dict[str, Any]:
+    """``{mode: {variant: {set: {metric: value}}}}`` for every variant of :func:`variants`; ``embedding``: the hybrid
+    model of the code-search and SWE-bench runs."""
     out: dict[str, Any] = {}
     for mode in modes:
         out[mode] = {}
@@ -105,7 +106,7 @@ def run(modes: tuple[str, ...], sets: tuple[str, ...], rules: str, log: Callable
             row: dict[str, Any] = {}
             for s in sets:
                 t0 = time.perf_counter()
-                row[s] = RUNNERS[s](mode, ranking)
+                row[s] = RUNNERS[s](mode, ranking, embedding)
                 log(f"{mode:7} {name:12} {s:10} " + " ".join(f"{k} {v:.3f}" for k, v in row[s].items())
                     + f"  ({time.perf_counter() - t0:.0f} s)")
             out[mode][name] = row
@@ -120,7 +121,9 @@ def render(results: dict[str, Any]) -> str:
              "Semble's code-search benchmark, dev repositories only (NDCG@10 of the hits); swebench = SWE-bench Lite "
              "dev split (sympy, django): hit@1/hit@10 of the hits' files, recall of the gold functions in a "
              "2,048-token reply; tune = the project's tune set (NDCG@10 of the hits, and of the ranked files); "
-             "docstring = the docstring benchmark's tune packages (whole function in a k=4, 1,024-token reply).", ""]
+             "docstring = the docstring benchmark's tune packages (whole function in a k=4, 1,024-token reply). "
+             f"Hybrid: code search and SWE-bench with `{results.get('embedding', 'minilm')}`, the tune and docstring sets "
+             "with MiniLM.", ""]
     for mode, rows in results["modes"].items():
         default = rows.get("default", {})
         cols = [(s, m) for s, metrics in default.items() for m in metrics]
@@ -142,6 +145,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--rules", default="all", help="rules to switch off one at a time (default: all)")
+    ap.add_argument("--embedding", default="minilm",
+                    help="the hybrid model of the code-search and SWE-bench runs (default: minilm, whose SWE-bench "
+                         "indexes are built; the docstring set's hybrid is MiniLM's precomputed vectors)")
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
@@ -151,11 +157,11 @@ def main(argv: list[str] | None = None) -> None:
     if bad:
         raise SystemExit(f"ablate: unknown mode or set {bad[0]!r}; modes: {', '.join(MODES)}; sets: {', '.join(SETS)}")
     t0 = time.perf_counter()
-    results = {"modes": run(modes, sets, args.rules),
+    results = {"modes": run(modes, sets, args.rules, embedding=args.embedding),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "command": " ".join(["python -m benchmarks.ablate", *(sys.argv[1:] if argv is None else argv)]),
                "machine": f"{platform.platform()}, Python {platform.python_version()}",
-               "seconds": round(time.perf_counter() - t0)}
+               "embedding": args.embedding, "seconds": round(time.perf_counter() - t0)}
     name = "ablation" + (f"-{args.tag}" if args.tag else "")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
