@@ -6,9 +6,10 @@ up to 32 files, calls of 64 texts), and a 105-file tree took 26 s to stop after 
 call to the model starts after the signal, a call is at most the model's own batch (16 texts for the default
 ONNX MiniLM), and only the files whose texts all have vectors are written.
 
-Here the real command line indexes a tree of 100 standard-library modules with the default local model
-(``minilm``: offline, in the ``[embeddings]`` extra) in a subprocess. A driver around ``llmc_splitters.cli.main``
-logs each call to the model (start, end, thread) and the moment the signal handler runs. The test reads the
+Here the real command line indexes a tree of 100 standard-library modules with MiniLM (``--embedding minilm``:
+offline, in the ``[embeddings]`` extra; the slowest local model, so that its embedding phase lasts) in a subprocess.
+A driver around ``llmc_splitters.cli.main`` logs each call to the model (start, end, thread) and the moment the
+signal handler runs. The test reads the
 progress lines on stderr and sends the signal once the embedding phase has written a file and is still embedding
 (no guessed sleep). Then:
 
