@@ -139,7 +139,7 @@ class Ranking:
     noise_factor: float = 0.2
     tiny_tokens: int = 48
     tiny_factor: float = 0.25
-    lexical_weight: Mapping[str, float] = field(default_factory=lambda: {"symbol": 0.8, "words": 0.6,
+    lexical_weight: Mapping[str, float] = field(default_factory=lambda: {"symbol": 0.8, "words": 0.55,
                                                                          "report": 0.7})
     rrf_k: int = 10
     file_depth: float = 0.3
