@@ -224,7 +224,7 @@ def test_workers_store_exactly_what_one_process_stores(tmp_path):
     assert sorted(again.unchanged) == sorted(r1.added) and not again.added
 
 
-def test_auto_workers_chunk_in_a_pool_only_for_many_files_and_a_lexical_index(tmp_path, monkeypatch):
+def test_auto_workers_chunk_in_a_pool_only_for_many_files_and_no_neural_model(tmp_path, monkeypatch):
     from fakes import stored_rows
 
     from llmc_splitters.retrieval import CodeIndex, HashingEmbedding
@@ -248,10 +248,28 @@ def test_auto_workers_chunk_in_a_pool_only_for_many_files_and_a_lexical_index(tm
     (root / "textwrap.py").write_text((root / "textwrap.py").read_text() + "\n\ndef late():\n    return 1\n")
     assert auto.index_directory(root, workers="auto").updated == ["textwrap.py"]
     assert pools == [2]
-    # With a model the cores are the model's: no pool, whatever the number of files.
-    dense = CodeIndex(tmp_path / "dense", max_tokens=200, embedding=HashingEmbedding(32))
+    # A static model (light: a table lookup per piece) leaves the cores to chunking: a pool, whose workers lay the
+    # files out with the model's view too; the index is the one a single process makes, vectors and all.
+    single = CodeIndex(tmp_path / "single", max_tokens=200, embedding=HashingEmbedding(32))
+    single.index_directory(root)
+    static = CodeIndex(tmp_path / "static", max_tokens=200, embedding=HashingEmbedding(32))
+    assert sorted(static.index_directory(root, workers="auto").added) == sorted(r1.added)
+    assert pools == [2, 2]
+    assert stored_rows(single) == stored_rows(static)
+
+    def vectors(idx):
+        got = idx.vectors.collection_of("leaf").get(include=["embeddings"])
+        return {i: [round(float(x), 6) for x in v] for i, v in zip(got["ids"], got["embeddings"])}
+
+    assert vectors(single) == vectors(static) and len(vectors(static)) >= len(r1.added)
+
+    # With a neural model the cores are the model's: no pool, whatever the number of files.
+    class Neural(HashingEmbedding):
+        light = False
+
+    dense = CodeIndex(tmp_path / "dense", max_tokens=200, embedding=Neural(32))
     assert sorted(dense.index_directory(root, workers="auto").added) == sorted(r1.added)
-    assert pools == [2]
+    assert pools == [2, 2]
 
 
 def test_a_worker_that_dies_fails_only_its_file(tmp_path):

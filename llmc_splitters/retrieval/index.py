@@ -168,7 +168,8 @@ class CodeIndex:
         self.ranking = ranking or Ranking()
         self._embedder: Any = None
         self._viewer: Any = None
-        dense = None if embedding is None else Dense(embedding, self._view, vectors=lambda: self.vectors,
+        view = embedding_view(embedding, self.embedding_name) if getattr(embedding, "light", False) else self._view
+        dense = None if embedding is None else Dense(embedding, view, vectors=lambda: self.vectors,
                                                      embedder=lambda: self.embedder,
                                                      embeds_itself=bool(getattr(vectors, "embeds_itself", False)))
         self.parts = IndexParts(self.span_store, self.lexical, Chunking(chunker, summarizer), dense,

@@ -190,6 +190,7 @@ class CodeStaticEmbedding(LazyModel):
     # No ``parallelism``: batches run one at a time (BatchEmbedder's "auto" gives one worker). The tokenizer is
     # Python and holds the GIL; a second embedding thread would contend with the index's chunker, not add a core.
     max_input_tokens = None  # a sum of piece vectors has no window: the whole span is embedded
+    light = True  # a table lookup per piece: the index chunks in worker processes while it embeds
 
     def __init__(self, path: str | Path | None = None, *, name: str | None = None) -> None:
         require("numpy", "static")

@@ -25,6 +25,8 @@ class HashingEmbedding:
         (8, 'hashing:8')
     """
 
+    light = True  # no model: the index chunks in worker processes while it embeds
+
     def __init__(self, dim: int = 256) -> None:
         if dim <= 0:
             msg = f"dim must be > 0, got {dim}"

@@ -166,8 +166,9 @@ class Indexer:
         :class:`~.progress.IndexProgress`. Raises :class:`IndexInterrupted` on SIGINT/SIGTERM.
 
         ``workers="auto"``: chunk in one worker process per core (at most :data:`AUTO_MAX_WORKERS`) when the index
-        has no model and at least :data:`AUTO_MIN_FILES` files need chunking, else in this process: a pool's start
-        costs about a second, and with a model the cores are the model's (chunking here overlaps its encoding)."""
+        has no model or a static one and at least :data:`AUTO_MIN_FILES` files need chunking, else in this process: a
+        pool's start costs about a second, and with a neural model the cores are the model's (chunking here overlaps
+        its encoding)."""
         if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
             msg = f"workers must be a positive integer (1: chunk in this process) or 'auto', got {workers!r}"
             raise ConfigurationError(msg)
@@ -181,15 +182,17 @@ class Indexer:
                 # The first files that need chunking decide: a few changed files are chunked here.
                 head = list(itertools.islice(todo, AUTO_MIN_FILES))
                 cores = os.cpu_count() or 1
-                wide = len(head) >= AUTO_MIN_FILES and cores > 1 and self.parts.dense is None
+                wide = len(head) >= AUTO_MIN_FILES and cores > 1 and self._chunking_holds_the_cores()
                 workers = min(cores, AUTO_MAX_WORKERS) if wide else 1
                 todo = itertools.chain(head, todo)
             source: Iterable[tuple[Item, Outcome | None]]
             if workers == 1:
                 source = ((it, None) for it in todo)
             else:
-                # A lexical index (nothing to embed): the workers lay the files out too.
-                payload = worker_payload(self.parts.chunking, workers, layout=fp if self.parts.dense is None else None)
+                # The workers lay the files out too, unless the model's view of a text cannot be sent to them.
+                dense = self.parts.dense
+                payload = worker_payload(self.parts.chunking, workers, layout=fp, dense=dense is not None,
+                                         view=dense.view if dense is not None else None)
                 texts = {}
 
                 def pairs() -> Iterator[tuple[str, str, tuple[int, int] | None]]:
@@ -215,6 +218,12 @@ class Indexer:
                 raise IndexInterrupted(report, stop.signal_name)
             if not self.store.exists:  # a run that found nothing to write leaves an index, empty (and says when)
                 self.store.set_meta("updated_at", repr(time.time()))
+
+    def _chunking_holds_the_cores(self) -> bool:
+        """Whether chunking, not the model, keeps the cores busy: no model, or a static one (``light``: a table
+        lookup per piece of a text; code-static embeds about 18,000 texts per CPU-second)."""
+        dense = self.parts.dense
+        return dense is None or bool(getattr(dense.embedding, "light", False))
 
     def _runtime_ready(self) -> bool:
         """Whether embedding can start before the stores open: nothing to embed, or a model whose runtime is now

@@ -1,7 +1,7 @@
 """Chunking in worker processes: a ``spawn`` pool that chunks files while the calling process embeds and writes.
 
-Sent a :class:`Layout` instead of a bare chunker (a lexical index: nothing to embed), a worker also lays each file
-out as the index stores it (:func:`~llmc_splitters.retrieval.storage.file_rows.build_file`: rows, bindings, summaries, lexical
+Sent a :class:`Layout` instead of a bare chunker (a lexical index, or a model whose view of a text is plain data:
+a static one), a worker also lays each file out as the index stores it (:func:`~llmc_splitters.retrieval.storage.file_rows.build_file`: rows, bindings, summaries, lexical
 terms), so the calling process only writes.
 
 Results come back in input order with a bounded number of files in flight. A worker that dies (a crash in native
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...chunking.span import Span, SpanTree
 from ...errors import ConfigurationError, LlmcError, UnsupportedInputError
-from ..storage.file_rows import FileSummaryInput, PreparedFile, build_file, parse_note, sha, split_note
+from ..storage.file_rows import FileSummaryInput, PreparedFile, View, build_file, parse_note, sha, split_note
 
 if TYPE_CHECKING:
     from ..storage.parts import Chunking
@@ -48,29 +48,32 @@ class Layout:
     chunker: Any
     settings: str
     summarizer: Callable[[FileSummaryInput], str] | None = None
+    view: View | None = None
 
     def prepare(self, path: str, text: str, stat: Stat) -> tuple[str, Any]:
         """``("prepared", (PreparedFile, split note, parse note))`` or ``("error", reason)``."""
         try:
             tree = chunk(self.chunker, path, text)
             prepared = build_file(path, text, tree, file_hash=sha(text), settings=self.settings, stat=stat,
-                                  summarizer=self.summarizer)
+                                  summarizer=self.summarizer, view=self.view)
         except LlmcError as exc:
             return "error", str(exc)
         return "prepared", (prepared, split_note(tree, len(text.encode("utf-8", "surrogatepass"))), parse_note(tree))
 
 
-def payload(chunking: Chunking, workers: int, *, layout: str | None = None) -> bytes:
+def payload(chunking: Chunking, workers: int, *, layout: str | None = None, dense: bool = False,
+            view: View | None = None) -> bytes:
     """``chunking``'s chunker, pickled to send it to ``workers`` worker processes; with ``layout`` (the settings
-    fingerprint), a :class:`Layout` of it and the summariser, so the workers lay the files out too (when the
-    summariser cannot be pickled, the chunker alone).
+    fingerprint), a :class:`Layout` of it, the summariser and, for an index with a model (``dense``), the model's
+    ``view``, so the workers lay the files out too (when one of them cannot be pickled, as the view of a model that
+    bounds its input by its tokenizer, the chunker alone).
 
     Raises:
         ConfigurationError: The chunker cannot be pickled (the message says what to do instead).
     """
-    if layout is not None:
+    if layout is not None and (view is not None or not dense):
         with contextlib.suppress(Exception):  # pickling raises PicklingError, TypeError, AttributeError...
-            return pickle.dumps(Layout(chunking.chunker, layout, chunking.summarizer))
+            return pickle.dumps(Layout(chunking.chunker, layout, chunking.summarizer, view))
     try:
         return pickle.dumps(chunking.chunker)
     except Exception as exc:  # noqa: BLE001 - pickling raises PicklingError, TypeError, AttributeError...

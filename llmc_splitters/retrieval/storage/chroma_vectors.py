@@ -91,13 +91,6 @@ def _check_model(name: str, stored: str | None, embedding_name: str) -> None:
         raise ConfigurationError(msg)
 
 
-CONSTRUCTION_EF = 32
-"""How many neighbours the HNSW graph weighs as it places a new vector (Chroma's default: 100). At 32 a write costs
-half as much (16,759 vectors: 8.9 s -> 4.6 s, most of a static model's hybrid index) while a search still walks
-Chroma's default 100 candidates; the dev-set scores are in the CHANGELOG. A collection keeps the value it was
-made with."""
-
-
 def _chromadb() -> Any:
     try:
         import chromadb
@@ -281,8 +274,8 @@ class ChromaStore:
                 except Exception:  # noqa: BLE001, S110 - absent collection: nothing to reset
                     pass
             try:
-                col = self.client.get_or_create_collection(name, embedding_function=None, metadata={
-                    "hnsw:space": "cosine", "hnsw:construction_ef": CONSTRUCTION_EF, "llmc_embedding": embedding_name})
+                col = self.client.get_or_create_collection(
+                    name, embedding_function=None, metadata={"hnsw:space": "cosine", "llmc_embedding": embedding_name})
             except StoreError:
                 raise
             except Exception as exc:  # noqa: BLE001

@@ -31,7 +31,8 @@ from ...chunking.span import Span, SpanTree
 from .lexical_tantivy import LexDoc, row_doc
 from .span_rows import FileMarker, FileWrite, SpanRow
 
-__all__ = ["FileSummaryInput", "PreparedFile", "build_file", "derived_id", "embed_source", "embedding_view",
+__all__ = ["FileSummaryInput", "PreparedFile", "WholeView", "build_file", "derived_id", "embed_source",
+           "embedding_view",
            "leaf_view", "parse_note", "sha", "split_note"]
 
 _NS = uuid.UUID("1d6c7c1e-5f0a-4c55-8a59-4b1f3f0e9a21")
@@ -290,14 +291,29 @@ View = Callable[[str, dict[str, Any]], tuple[str, str]]
 how in ``metadata`` (see ``CodeIndex``)."""
 
 
+@dataclass(frozen=True, slots=True)
+class WholeView:
+    """The :data:`View` of a model without an input window (a static embedding sums its pieces, whatever the
+    length): the whole text, keyed by the model's name. Plain data, so worker processes lay files out with it."""
+
+    name: str
+
+    def __call__(self, text: str, meta: dict[str, Any]) -> tuple[str, str]:
+        meta["embedded_view"] = "full"
+        return text, sha(f"{self.name}\x00{text}")
+
+
 def embedding_view(embedding: Any, name: str) -> View:
     """The :data:`View` of an index whose vectors come from ``embedding``, filed under ``name``.
 
-    The text is cut to the model's input limit (:func:`~llmc_splitters.retrieval.embeddings.bounded_view`); how is
+    The text is cut to the model's input limit (:func:`~llmc_splitters.retrieval.embeddings.bounded_view`; a model
+    without one gets a :class:`WholeView`); how is
     recorded in the row's metadata (``embedded_view``, ``embedded_tokens``, ``embedding_limit``), and the cache key
     is the hash of the name and the bounded text. Every engine that embeds a row (the serial index, the process-pool
     and the Ray ingestion) must make its view this way, so that the same text gets the same view and the same key.
     """
+    if not getattr(embedding, "max_input_tokens", None) or getattr(embedding, "count_tokens", None) is None:
+        return WholeView(name)
     from ..embeddings import bounded_view
 
     def view(text: str, meta: dict[str, Any]) -> tuple[str, str]:
