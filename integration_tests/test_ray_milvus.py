@@ -258,6 +258,15 @@ def _leaves(uri: str, collection: str, embedding=None) -> list[list[tuple[str, i
         store.close()
 
 
+def _same_answers(leaves: list[list[tuple[str, int, int]]], local: list[list[tuple[str, int, int]]]) -> None:
+    """The same rows answer the same: the best hit, and all but one of the page. Milvus keeps BM25's statistics per
+    segment, and rows the workers wrote in batches of 40 lie in other segments than one writer's, so near-ties below
+    the best hit may come in another order (1 run in 3 of the dense test did)."""
+    assert all(leaves) and len(leaves) == len(local)
+    for mine, theirs in zip(leaves, local):
+        assert mine[0] == theirs[0] and len(set(mine) & set(theirs)) >= len(theirs) - 1, (mine, theirs)
+
+
 def _markers(uri: str, collection: str) -> set[str]:
     store = MilvusStore(uri, collection=collection)
     try:
@@ -282,8 +291,7 @@ def test_ray_workers_write_into_a_milvus_server_and_follow_edits(cluster, server
     assert _rows(server, "srv", ROW_FIELDS) == _rows(server, "srv_local", ROW_FIELDS)
     assert _markers(server, "srv") == _markers(server, "srv_local") == {
         f"demo/{p}" for p in TREE}
-    leaves = _leaves(server, "srv")
-    assert all(leaves) and leaves == _leaves(server, "srv_local")
+    _same_answers(_leaves(server, "srv"), _leaves(server, "srv_local"))
     # Running again plans nothing and writes nothing; with the baseline thrown away it rewrites the same rows.
     driver_writes.clear()
     again = _ray_server(repo, state, server, "srv")
@@ -321,8 +329,7 @@ def test_vectors_from_the_embed_actors_go_into_the_server_rows(cluster, server, 
     assert _rows(server, "dense", fields) == _rows(server, "dense_local", fields)
     assert first.spans_embedded == len(set(embedded_texts(str(tmp_path / "l.log"))))
     model = CountingEmbedding(str(tmp_path / "q.log"), 32)
-    leaves = _leaves(server, "dense", model)
-    assert all(leaves) and leaves == _leaves(server, "dense_local", model)
+    _same_answers(_leaves(server, "dense", model), _leaves(server, "dense_local", model))
     # A full re-run embeds nothing: the embed actors find every vector in the server's cache.
     n = len(embedded_texts(str(log)))
     again = _ray_server(repo, ManifestState(tmp_path / "fresh"), server, "dense", embedding_factory=factory)
