@@ -207,8 +207,8 @@ def _without_frames(text: str) -> str:
     out, after_frame = [], False
     for line in text.splitlines():
         frame = bool(_PY_FRAME.search(line))
-        if not (frame or after_frame and line[:1].isspace() or _IPY_FRAME.match(line) or _JS_FRAME.search(line) or _SH_FRAME.match(line)
-                or _TRACE_NOISE.match(line)):
+        if not (frame or after_frame and line[:1].isspace() or _IPY_FRAME.match(line) or _JS_FRAME.search(line)
+                or _SH_FRAME.match(line) or _TRACE_NOISE.match(line)):
             out.append(line)
         after_frame = frame
     return "\n".join(out)

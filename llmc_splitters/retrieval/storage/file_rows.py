@@ -32,8 +32,7 @@ from .lexical_tantivy import LexDoc, row_doc
 from .span_rows import FileMarker, FileWrite, SpanRow
 
 __all__ = ["FileSummaryInput", "PreparedFile", "WholeView", "build_file", "derived_id", "embed_source",
-           "embedding_view",
-           "leaf_view", "parse_note", "sha", "split_note"]
+           "embedding_view", "leaf_view", "parse_note", "sha", "split_note"]
 
 _NS = uuid.UUID("1d6c7c1e-5f0a-4c55-8a59-4b1f3f0e9a21")
 
